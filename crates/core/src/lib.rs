@@ -1,0 +1,21 @@
+//! reef-core: the vocabulary every other reef crate speaks.
+//!
+//! No I/O and no async runtime live here: only data types, the protocol
+//! between front ends and the turn engine, and the open traits (`ModelClient`,
+//! `Tool`) that other crates implement.
+
+pub mod ids;
+pub mod message;
+pub mod model;
+pub mod protocol;
+pub mod tool;
+pub mod usage;
+
+pub use ids::{SessionId, SubmissionId, ToolCallId};
+pub use message::{Message, Role};
+pub use model::{
+    ModelClient, ModelError, ModelErrorKind, ModelRequest, ModelResponse, StopReason, WireApi,
+};
+pub use protocol::{Event, EventMsg, Op, Submission, TurnOutcome};
+pub use tool::{Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec};
+pub use usage::Usage;

@@ -1,0 +1,84 @@
+//! Tools: the spec a model sees, a call it makes, the output it gets back, and the `Tool` trait.
+
+use crate::ids::{SessionId, ToolCallId};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What a model is told about a tool: its public name, purpose and JSON-schema parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// A JSON Schema object describing the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// A tool call as the model made it. `arguments` is kept verbatim (a JSON text) so that a
+/// malformed call can be reported back to the model instead of being lost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: ToolCallId,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// The result of one tool call as sent back to the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// Where and for whom a tool runs.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    /// The agent's workspace: relative paths resolve here and it is the only writable place.
+    pub workspace: PathBuf,
+    pub session_id: SessionId,
+    pub call_id: ToolCallId,
+}
+
+/// Why a tool call failed. Every variant is recovered the same way: the message goes back
+/// to the model as an error result and the turn continues.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments did not match the tool's schema; the model should fix its call.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The action was refused by policy (path outside the workspace, private address, …).
+    #[error("denied: {0}")]
+    Denied(String),
+    /// The tool ran out of time.
+    #[error("timed out after {0} s")]
+    Timeout(u64),
+    /// The action was attempted and failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A capability an agent can invoke. Implemented by built-in tools, skills and MCP servers.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The spec the model sees; `spec().name` is the tool's stable public name.
+    fn spec(&self) -> ToolSpec;
+
+    /// Runs the tool. A returned error becomes an error result for the model.
+    async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError>;
+}

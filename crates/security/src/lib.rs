@@ -1,0 +1,1 @@
+//! reef-security: Pure security policy for reef: SSRF rules for outbound requests.

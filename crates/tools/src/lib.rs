@@ -1,0 +1,1 @@
+//! reef-tools: reef's tool registry and built-in tools: shell, files, search and HTTP fetch.
