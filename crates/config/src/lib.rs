@@ -1,1 +1,19 @@
-//! reef-config: Layered TOML configuration for reef, with env and command-line overrides and per-value origins.
+//! reef-config: reads the layered TOML configuration and resolves it into a typed `Config`.
+//!
+//! Precedence, lowest first: built-in defaults < `$REEF_HOME/reef.toml` < `./reef.toml` in the
+//! project directory < `REEF_*` environment variables < `-c key=value` on the command line.
+//! Every resolved value remembers its origin so `reef config show` can explain it.
+
+mod error;
+mod layers;
+mod raw;
+mod resolve;
+mod secret;
+
+pub use error::ConfigError;
+pub use layers::{LoadOptions, Origin};
+pub use resolve::{AgentConfig, Config, ConfigEntry, ProviderConfig, ToolsConfig};
+pub use secret::Secret;
+
+/// The file name looked up in the home and the project directory.
+pub const CONFIG_FILE: &str = "reef.toml";

@@ -1,0 +1,69 @@
+//! The raw shape of `reef.toml`: every field optional, unknown keys rejected.
+
+use reef_core::WireApi;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConfigToml {
+    pub model: Option<ModelToml>,
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderToml>,
+    pub agent: Option<AgentToml>,
+    pub tools: Option<ToolsToml>,
+    pub store: Option<StoreToml>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ModelToml {
+    pub default: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProviderToml {
+    pub wire_api: Option<WireApi>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub api_key_env: Option<String>,
+    pub stream: Option<bool>,
+    pub max_retries: Option<u32>,
+    pub retry_base_ms: Option<u64>,
+    pub request_timeout_secs: Option<u64>,
+    pub max_output_tokens: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentToml {
+    pub max_rounds: Option<u32>,
+    pub max_wall_secs: Option<u64>,
+    pub inline_output_chars: Option<usize>,
+    pub system_prompt: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ToolsToml {
+    pub shell_timeout_secs: Option<u64>,
+    pub max_shell_output_chars: Option<usize>,
+    pub http_allow_private: Option<bool>,
+    pub http_timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StoreToml {
+    pub path: Option<String>,
+}
+
+/// Deserializes a TOML table, naming the exact key path on failure.
+pub(crate) fn parse_table(table: &toml::Table) -> Result<ConfigToml, (String, String)> {
+    let value = toml::Value::Table(table.clone());
+    serde_path_to_error::deserialize::<_, ConfigToml>(value).map_err(|err| {
+        let key = err.path().to_string();
+        (key, err.into_inner().to_string())
+    })
+}

@@ -1,0 +1,322 @@
+//! The resolved configuration: typed values with defaults applied, validated as a whole.
+
+use crate::error::ConfigError;
+use crate::layers::{self, LoadOptions, Origin};
+use crate::raw::{self, ProviderToml};
+use crate::secret::Secret;
+use reef_core::WireApi;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// One model provider, ready to hand to a model client.
+#[derive(Clone, Debug)]
+pub struct ProviderConfig {
+    pub name: String,
+    pub wire_api: WireApi,
+    pub base_url: String,
+    pub model: String,
+    /// The name of the environment variable that holds the key (never the key itself).
+    pub api_key_env: Option<String>,
+    /// The key, read from `REEF_API_KEY` or `api_key_env` at load time.
+    pub api_key: Option<Secret>,
+    pub stream: bool,
+    pub max_retries: u32,
+    pub retry_base_ms: u64,
+    pub request_timeout_secs: u64,
+    pub max_output_tokens: u32,
+}
+
+/// Budgets and behaviour of the turn engine.
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    pub max_rounds: u32,
+    pub max_wall_secs: u64,
+    /// Tool outputs longer than this are saved to the workspace and previewed.
+    pub inline_output_chars: usize,
+    pub system_prompt: Option<String>,
+}
+
+/// Settings of the built-in tools.
+#[derive(Clone, Debug)]
+pub struct ToolsConfig {
+    pub shell_timeout_secs: u64,
+    pub max_shell_output_chars: usize,
+    pub http_allow_private: bool,
+    pub http_timeout_secs: u64,
+}
+
+/// One line of `reef config show`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ConfigEntry {
+    pub key: String,
+    pub value: String,
+    pub origin: Origin,
+}
+
+/// The whole resolved configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub home: PathBuf,
+    pub default_provider: Option<String>,
+    pub providers: BTreeMap<String, ProviderConfig>,
+    pub agent: AgentConfig,
+    pub tools: ToolsConfig,
+    pub store_path: PathBuf,
+    /// Config files that were found and read, lowest precedence first.
+    pub files: Vec<PathBuf>,
+    entries: Vec<ConfigEntry>,
+}
+
+const PROVIDER_DEFAULTS: [(&str, &str); 5] = [
+    ("stream", "true"),
+    ("max_retries", "3"),
+    ("retry_base_ms", "500"),
+    ("request_timeout_secs", "120"),
+    ("max_output_tokens", "4096"),
+];
+
+impl Config {
+    /// Loads and resolves every layer. Errors name the file or variable, the key and the problem.
+    pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
+        let merged = layers::load(opts)?;
+        let parsed =
+            raw::parse_table(&merged.table).map_err(|(key, message)| ConfigError::Invalid {
+                origin: "merged configuration".into(),
+                key,
+                message,
+            })?;
+        let origin_of = |key: &str| {
+            merged
+                .origins
+                .iter()
+                .find(|(k, _)| k.as_str() == key || k.starts_with(&format!("{key}.")))
+                .map(|(_, o)| o.to_string())
+                .unwrap_or_else(|| "configuration".into())
+        };
+
+        let mut providers = BTreeMap::new();
+        for (name, p) in parsed.providers {
+            let resolved = resolve_provider(&name, p, &opts.env, &origin_of)?;
+            providers.insert(name, resolved);
+        }
+        let default_provider = match parsed.model.and_then(|m| m.default) {
+            Some(name) => {
+                if !providers.contains_key(&name) {
+                    let defined: Vec<&str> = providers.keys().map(String::as_str).collect();
+                    return Err(ConfigError::Invalid {
+                        origin: origin_of("model.default"),
+                        key: "model.default".into(),
+                        message: format!(
+                            "names provider `{name}`, but no [providers.{name}] is defined (defined: {})",
+                            if defined.is_empty() {
+                                "none".into()
+                            } else {
+                                defined.join(", ")
+                            }
+                        ),
+                    });
+                }
+                Some(name)
+            }
+            None if providers.len() == 1 => providers.keys().next().cloned(),
+            None => None,
+        };
+        if let Some(name) = &default_provider
+            && let Some(key) = opts.env.get("REEF_API_KEY").filter(|k| !k.is_empty())
+            && let Some(p) = providers.get_mut(name)
+        {
+            p.api_key = Some(Secret::new(key.clone()));
+        }
+
+        let agent = parsed.agent.unwrap_or_default();
+        let tools = parsed.tools.unwrap_or_default();
+        let store_path = PathBuf::from(
+            parsed
+                .store
+                .and_then(|s| s.path)
+                .unwrap_or_else(|| "reef.db".into()),
+        );
+        let store_path = if store_path.is_absolute() {
+            store_path
+        } else {
+            opts.home.join(store_path)
+        };
+
+        let mut config = Config {
+            home: opts.home.clone(),
+            default_provider,
+            providers,
+            agent: AgentConfig {
+                max_rounds: agent.max_rounds.unwrap_or(25),
+                max_wall_secs: agent.max_wall_secs.unwrap_or(1800),
+                inline_output_chars: agent.inline_output_chars.unwrap_or(2000),
+                system_prompt: agent.system_prompt,
+            },
+            tools: ToolsConfig {
+                shell_timeout_secs: tools.shell_timeout_secs.unwrap_or(30),
+                max_shell_output_chars: tools.max_shell_output_chars.unwrap_or(10_000),
+                http_allow_private: tools.http_allow_private.unwrap_or(false),
+                http_timeout_secs: tools.http_timeout_secs.unwrap_or(30),
+            },
+            store_path,
+            files: merged.files,
+            entries: Vec::new(),
+        };
+        if config.agent.max_rounds == 0 {
+            return Err(ConfigError::Invalid {
+                origin: origin_of("agent.max_rounds"),
+                key: "agent.max_rounds".into(),
+                message: "must be at least 1".into(),
+            });
+        }
+        config.entries = entries(&merged.table, &merged.origins, &config, &opts.env);
+        Ok(config)
+    }
+
+    /// The default provider, or an error telling the user how to configure one.
+    pub fn provider(&self) -> Result<&ProviderConfig, ConfigError> {
+        self.default_provider
+            .as_ref()
+            .and_then(|name| self.providers.get(name))
+            .ok_or_else(|| ConfigError::NoProvider {
+                home: self.home.clone(),
+            })
+    }
+
+    /// Every resolved value with its origin, secrets masked, sorted by key.
+    pub fn entries(&self) -> &[ConfigEntry] {
+        &self.entries
+    }
+}
+
+fn resolve_provider(
+    name: &str,
+    p: ProviderToml,
+    env: &BTreeMap<String, String>,
+    origin_of: &dyn Fn(&str) -> String,
+) -> Result<ProviderConfig, ConfigError> {
+    let missing = |field: &str, example: &str| ConfigError::Invalid {
+        origin: origin_of(&format!("providers.{name}")),
+        key: format!("providers.{name}.{field}"),
+        message: format!("is missing (expected {example})"),
+    };
+    let base_url = p
+        .base_url
+        .ok_or_else(|| missing("base_url", "a URL such as \"https://api.openai.com/v1\""))?;
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(ConfigError::Invalid {
+            origin: origin_of(&format!("providers.{name}.base_url")),
+            key: format!("providers.{name}.base_url"),
+            message: format!("`{base_url}` is not an http:// or https:// URL"),
+        });
+    }
+    let model = p
+        .model
+        .ok_or_else(|| missing("model", "a model name such as \"gpt-4o-mini\""))?;
+    let api_key = p
+        .api_key_env
+        .as_ref()
+        .and_then(|var| env.get(var))
+        .filter(|k| !k.is_empty())
+        .map(|k| Secret::new(k.clone()));
+    Ok(ProviderConfig {
+        name: name.to_owned(),
+        wire_api: p.wire_api.unwrap_or(WireApi::OpenaiChat),
+        base_url,
+        model,
+        api_key_env: p.api_key_env,
+        api_key,
+        stream: p.stream.unwrap_or(true),
+        max_retries: p.max_retries.unwrap_or(3),
+        retry_base_ms: p.retry_base_ms.unwrap_or(500),
+        request_timeout_secs: p.request_timeout_secs.unwrap_or(120),
+        max_output_tokens: p.max_output_tokens.unwrap_or(4096),
+    })
+}
+
+fn entries(
+    table: &toml::Table,
+    origins: &BTreeMap<String, Origin>,
+    config: &Config,
+    env: &BTreeMap<String, String>,
+) -> Vec<ConfigEntry> {
+    let mut out: Vec<ConfigEntry> = origins
+        .iter()
+        .filter_map(|(key, origin)| {
+            lookup(table, key).map(|value| ConfigEntry {
+                key: key.clone(),
+                value: display_value(value),
+                origin: origin.clone(),
+            })
+        })
+        .collect();
+    for (name, provider) in &config.providers {
+        if !origins.contains_key(&format!("providers.{name}.wire_api")) {
+            out.push(ConfigEntry {
+                key: format!("providers.{name}.wire_api"),
+                value: format!("\"{}\"", provider.wire_api),
+                origin: Origin::Default,
+            });
+        }
+        for (field, value) in PROVIDER_DEFAULTS {
+            let key = format!("providers.{name}.{field}");
+            if !origins.contains_key(&key) {
+                out.push(ConfigEntry {
+                    key,
+                    value: value.to_owned(),
+                    origin: Origin::Default,
+                });
+            }
+        }
+        if let Some(secret) = &provider.api_key {
+            let from_reef = config.default_provider.as_deref() == Some(name.as_str())
+                && env.get("REEF_API_KEY").is_some_and(|k| !k.is_empty());
+            let var = if from_reef {
+                "REEF_API_KEY".to_owned()
+            } else {
+                provider.api_key_env.clone().unwrap_or_default()
+            };
+            out.push(ConfigEntry {
+                key: format!("providers.{name}.api_key"),
+                value: secret.masked(),
+                origin: Origin::Env(var),
+            });
+        }
+    }
+    if !origins.contains_key("model.default")
+        && let Some(name) = &config.default_provider
+    {
+        out.push(ConfigEntry {
+            key: "model.default".into(),
+            value: format!("\"{name}\""),
+            origin: Origin::Default,
+        });
+    }
+    out.push(ConfigEntry {
+        key: "home".into(),
+        value: format!("\"{}\"", config.home.display()),
+        origin: if env.contains_key("REEF_HOME") {
+            Origin::Env("REEF_HOME".into())
+        } else {
+            Origin::Default
+        },
+    });
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    out
+}
+
+fn lookup<'a>(table: &'a toml::Table, dotted: &str) -> Option<&'a toml::Value> {
+    let mut parts = dotted.split('.');
+    let mut cur = table.get(parts.next()?)?;
+    for part in parts {
+        cur = cur.as_table()?.get(part)?;
+    }
+    Some(cur)
+}
+
+fn display_value(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => format!("\"{s}\""),
+        other => other.to_string(),
+    }
+}
