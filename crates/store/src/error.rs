@@ -1,0 +1,55 @@
+//! `StoreError`: every way the store can fail, each saying how to recover.
+
+use std::path::PathBuf;
+
+/// A failure of the store. The message names what to check or do next.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The parent directory of the database file could not be created.
+    #[error(
+        "cannot create the directory for the store at {}: {source}; check permissions or choose another path",
+        path.display()
+    )]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The database file could not be opened or configured (not a SQLite file, unreadable, …).
+    #[error(
+        "cannot open the store at {}: {source}; check that the path is a reef SQLite database you can write to, or move it aside",
+        path.display()
+    )]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The schema could not be brought to the latest version.
+    #[error(
+        "cannot migrate the store at {}: {source}; if it was written by a newer reef, upgrade reef, otherwise restore a backup",
+        path.display()
+    )]
+    Migration {
+        path: PathBuf,
+        #[source]
+        source: rusqlite_migration::Error,
+    },
+    /// A query failed; usually transient (busy, disk full) — retry or free disk space.
+    #[error("store query failed: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The named thing does not exist; check the id (`reef sessions` lists them).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A session id prefix matched more than one session; type more characters.
+    #[error(
+        "session prefix '{prefix}' is ambiguous: it matches {matches} sessions; use a longer prefix"
+    )]
+    Ambiguous { prefix: String, matches: usize },
+    /// A stored row could not be decoded; the database was edited by hand or is damaged.
+    #[error("corrupt row in the store: {0}; repair or delete the row")]
+    Corrupt(String),
+    /// The blocking database task panicked or was cancelled (the runtime is shutting down).
+    #[error("store task failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}

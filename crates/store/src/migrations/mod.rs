@@ -1,0 +1,20 @@
+//! The schema history: numbered SQL migrations embedded in the binary, applied in order at open.
+
+use rusqlite_migration::{M, Migrations};
+
+/// Every migration, oldest first. Append new files here; never edit or reorder a shipped one.
+const ALL: &[M<'static>] = &[M::up(include_str!("0001_sessions.sql"))];
+
+/// The migration set, ready for `to_latest`.
+pub(crate) const MIGRATIONS: Migrations<'static> = Migrations::from_slice(ALL);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_valid() {
+        assert!(MIGRATIONS.validate().is_ok());
+        assert_eq!(ALL.len(), 1);
+    }
+}

@@ -1,0 +1,152 @@
+//! The `Store` handle: opening and configuring the SQLite file, migrations, and running SQL
+//! off the async runtime.
+
+use crate::clock::Clock;
+use crate::error::StoreError;
+use crate::migrations::MIGRATIONS;
+use reef_core::SessionId;
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// How long a write waits for another connection's lock before failing with "database is busy".
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The connection plus the timestamp source, guarded together so timestamps follow commit order.
+pub(crate) struct Db {
+    pub(crate) conn: Connection,
+    pub(crate) clock: Clock,
+}
+
+/// A handle to reef's SQLite database. Cheap to clone; clones share one connection.
+/// Every async method runs its SQL on tokio's blocking pool, and every write is its own
+/// committed transaction.
+#[derive(Clone)]
+pub struct Store {
+    db: Arc<Mutex<Db>>,
+    path: Option<Arc<PathBuf>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`: creates the parent directory, turns on
+    /// WAL with `synchronous=NORMAL`, foreign keys and a 5 s busy timeout, and migrates the
+    /// schema to the latest version. Errors name the path.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(open_err)?;
+        configure(&conn, true).map_err(open_err)?;
+        Self::finish(conn, Some(path.to_path_buf()))
+    }
+
+    /// A private database that lives as long as the store (for tests and dry runs).
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        let open_err = |source| StoreError::Open {
+            path: PathBuf::from(":memory:"),
+            source,
+        };
+        let conn = Connection::open_in_memory().map_err(open_err)?;
+        configure(&conn, false).map_err(open_err)?;
+        Self::finish(conn, None)
+    }
+
+    fn finish(mut conn: Connection, path: Option<PathBuf>) -> Result<Store, StoreError> {
+        MIGRATIONS
+            .to_latest(&mut conn)
+            .map_err(|source| StoreError::Migration {
+                path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
+                source,
+            })?;
+        Ok(Store {
+            db: Arc::new(Mutex::new(Db {
+                conn,
+                clock: Clock::default(),
+            })),
+            path: path.map(Arc::new),
+        })
+    }
+
+    /// The database file, or `None` for an in-memory store.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref().map(PathBuf::as_path)
+    }
+
+    /// The number of migrations applied to the database.
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        let db = self.lock();
+        let version: i64 = db.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        u32::try_from(version)
+            .map_err(|_| StoreError::Corrupt(format!("schema version {version} is out of range")))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Db> {
+        // A panic inside a closure cannot leave a transaction open (it rolls back on drop),
+        // so the connection is still usable after poisoning.
+        self.db.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` with exclusive access to the connection on the blocking pool.
+    pub(crate) async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
+    {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut db = store.lock();
+            f(&mut db)
+        })
+        .await?
+    }
+}
+
+fn configure(conn: &Connection, file: bool) -> rusqlite::Result<()> {
+    if file {
+        // Reading the mode back touches the file header, so a non-SQLite file fails here.
+        let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+    }
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    Ok(())
+}
+
+/// Fails with `NotFound` unless the session exists.
+pub(crate) fn ensure_session(conn: &Connection, id: &SessionId) -> Result<(), StoreError> {
+    let found: Option<i64> = conn
+        .query_row(
+            "SELECT 1 FROM sessions WHERE id = ?1",
+            params![id.as_str()],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match found {
+        Some(_) => Ok(()),
+        None => Err(StoreError::NotFound(format!("session {id}"))),
+    }
+}
+
+/// Converts a count for SQLite (which stores signed 64-bit integers), saturating.
+pub(crate) fn to_sql_int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Converts a stored integer back, rejecting negatives as corrupt.
+pub(crate) fn from_sql_int(v: i64, what: &str) -> Result<u64, StoreError> {
+    u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} is negative ({v})")))
+}

@@ -1,0 +1,74 @@
+//! Usage: per-request records and session totals.
+
+use crate::store_with;
+use reef_core::{SessionId, Usage};
+use reef_store::{NewUsage, StoreError};
+
+#[tokio::test]
+async fn usage_records_and_totals() {
+    let (store, id) = store_with("ses_usage").await;
+    assert_eq!(store.usage_total(&id).await.unwrap(), Usage::default());
+    assert!(store.usage(&id).await.unwrap().is_empty());
+
+    let first = NewUsage {
+        provider: "anthropic".into(),
+        model: "claude-test".into(),
+        usage: Usage {
+            input_tokens: 1000,
+            output_tokens: 200,
+            cached_input_tokens: 800,
+        },
+        round: 1,
+    };
+    let second = NewUsage {
+        provider: "openai".into(),
+        model: "gpt-test".into(),
+        usage: Usage {
+            input_tokens: 1500,
+            output_tokens: 50,
+            cached_input_tokens: 0,
+        },
+        round: 2,
+    };
+    store.record_usage(&id, &first).await.unwrap();
+    store.record_usage(&id, &second).await.unwrap();
+
+    let records = store.usage(&id).await.unwrap();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0].provider, "anthropic");
+    assert_eq!(records[0].model, "claude-test");
+    assert_eq!(records[0].usage, first.usage);
+    assert_eq!(records[0].round, 1);
+    assert_eq!(records[1].usage, second.usage);
+    assert_eq!(records[1].round, 2);
+    assert!(records[0].created_at < records[1].created_at);
+
+    assert_eq!(
+        store.usage_total(&id).await.unwrap(),
+        Usage {
+            input_tokens: 2500,
+            output_tokens: 250,
+            cached_input_tokens: 800,
+        }
+    );
+}
+
+#[tokio::test]
+async fn usage_for_unknown_session_is_not_found() {
+    let (store, _) = store_with("ses_known").await;
+    let missing = SessionId::from("ses_missing");
+    let rec = NewUsage {
+        provider: "p".into(),
+        model: "m".into(),
+        usage: Usage::default(),
+        round: 0,
+    };
+    assert!(matches!(
+        store.record_usage(&missing, &rec).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        store.usage_total(&missing).await,
+        Err(StoreError::NotFound(_))
+    ));
+}
