@@ -171,6 +171,11 @@ impl fmt::Display for ModelError {
     }
 }
 
+/// Receives streamed text as it arrives. An alias (rather than the bare type in the trait) keeps
+/// the `&str` higher-ranked: `#[async_trait]` would otherwise pin it to one lifetime, and an
+/// implementation could not pass a delta it has just received.
+pub type OnDelta<'a> = dyn Fn(&str) + Send + Sync + 'a;
+
 /// A model behind some wire API. One implementation per `WireApi`, plus mocks in tests.
 #[async_trait]
 pub trait ModelClient: Send + Sync {
@@ -185,7 +190,7 @@ pub trait ModelClient: Send + Sync {
     async fn complete(
         &self,
         request: &ModelRequest,
-        on_delta: &(dyn Fn(&str) + Send + Sync),
+        on_delta: &OnDelta<'_>,
     ) -> Result<ModelResponse, ModelError>;
 }
 
