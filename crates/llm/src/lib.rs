@@ -1,1 +1,21 @@
-//! reef-llm: Model clients for reef: OpenAI chat completions and Anthropic Messages, streaming, retries and usage.
+//! reef-llm: model clients for reef: OpenAI chat completions and Anthropic Messages, streamed
+//! (SSE) or not, with retries, typed errors and provider-reported usage.
+
+mod anthropic;
+mod anthropic_stream;
+mod client;
+mod error;
+mod http;
+mod openai;
+mod retry;
+mod settings;
+pub mod sse;
+mod wire;
+
+pub use anthropic::AnthropicClient;
+pub use client::{build_client, check_reachable};
+pub use error::LlmError;
+pub use http::http_client;
+pub use openai::OpenAiClient;
+pub use retry::{classify_status, error_excerpt, parse_retry_after, retry_delay};
+pub use settings::ProviderSettings;

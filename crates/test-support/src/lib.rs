@@ -1,1 +1,18 @@
-//! reef-test-support: Dev-only helpers for reef tests: a scripted mock LLM server speaking both wire APIs, and hermetic homes.
+//! reef-test-support: dev-only helpers for reef tests: a scripted mock LLM server speaking both
+//! wire APIs (OpenAI chat completions and Anthropic Messages), and hermetic homes.
+//!
+//! Functions here panic (with a message) when the test environment itself is broken, e.g. a
+//! loopback port cannot be bound or a temporary directory cannot be created: that is a test
+//! failure, not something a test could recover from.
+
+mod anthropic;
+mod home;
+mod openai;
+mod recorded;
+mod reply;
+mod server;
+
+pub use home::TestHome;
+pub use recorded::RecordedRequest;
+pub use reply::MockReply;
+pub use server::MockLlm;

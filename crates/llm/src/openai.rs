@@ -1,0 +1,398 @@
+//! The OpenAI chat-completions client (`POST {base_url}/chat/completions`): request mapping,
+//! plain JSON replies and SSE streams (text deltas, tool-call fragments per index, usage).
+
+use crate::error::LlmError;
+use crate::http::{Transport, is_event_stream};
+use crate::retry::with_retries;
+use crate::settings::ProviderSettings;
+use crate::wire::{str_at, tool_call, u64_at};
+use async_trait::async_trait;
+use reef_core::OnDelta;
+use reef_core::{
+    Message, ModelClient, ModelError, ModelErrorKind, ModelRequest, ModelResponse, StopReason,
+    Usage,
+};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+const PATH: &str = "/chat/completions";
+
+/// A `ModelClient` for OpenAI-compatible chat completions.
+#[derive(Debug)]
+pub struct OpenAiClient {
+    transport: Transport,
+}
+
+impl OpenAiClient {
+    pub fn new(settings: ProviderSettings) -> Result<Self, LlmError> {
+        Ok(Self {
+            transport: Transport::new(settings)?,
+        })
+    }
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        match &self.transport.settings.api_key {
+            Some(key) => vec![("authorization", format!("Bearer {key}"))],
+            None => Vec::new(),
+        }
+    }
+
+    async fn attempt(
+        &self,
+        body: &Value,
+        on_delta: &OnDelta<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let t = &self.transport;
+        let headers = self.headers();
+        let fallback_model = &t.settings.model;
+        if !t.settings.stream {
+            let reply = t.post_for_json(PATH, &headers, body).await?;
+            return whole_reply(t, &reply, fallback_model, on_delta);
+        }
+        let response = t.open_stream(PATH, &headers, body).await?;
+        if !is_event_stream(&response) {
+            let reply = t.read_json(response).await?;
+            return whole_reply(t, &reply, fallback_model, on_delta);
+        }
+        let mut state = StreamState::default();
+        t.read_events(response, |event| state.on_data(t, &event.data, on_delta))
+            .await?;
+        Ok(state.finish(fallback_model))
+    }
+}
+
+#[async_trait]
+impl ModelClient for OpenAiClient {
+    fn provider(&self) -> &str {
+        &self.transport.settings.name
+    }
+
+    fn model(&self) -> &str {
+        &self.transport.settings.model
+    }
+
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        on_delta: &OnDelta<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let body = request_body(&self.transport.settings, request);
+        with_retries(&self.transport.settings, || self.attempt(&body, on_delta)).await
+    }
+}
+
+/// The JSON request body. `max_tokens` is sent only when the request sets a limit.
+pub(crate) fn request_body(settings: &ProviderSettings, request: &ModelRequest) -> Value {
+    let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
+    let mut body = json!({
+        "model": settings.model,
+        "messages": messages,
+        "stream": settings.stream,
+    });
+    if settings.stream {
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    if let Some(max) = request.max_output_tokens {
+        body["max_tokens"] = json!(max);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters}})
+            })
+            .collect();
+    }
+    body
+}
+
+fn message_json(message: &Message) -> Value {
+    match message {
+        Message::System { content } => json!({"role": "system", "content": content}),
+        Message::User { content } => json!({"role": "user", "content": content}),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            if tool_calls.is_empty() {
+                return json!({"role": "assistant", "content": content});
+            }
+            let calls: Vec<Value> = tool_calls
+                .iter()
+                .map(|c| {
+                    json!({"id": c.id, "type": "function",
+                           "function": {"name": c.name, "arguments": c.arguments}})
+                })
+                .collect();
+            let content = if content.is_empty() {
+                Value::Null
+            } else {
+                json!(content)
+            };
+            json!({"role": "assistant", "content": content, "tool_calls": calls})
+        }
+        Message::Tool {
+            call_id, content, ..
+        } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+    }
+}
+
+fn stop_reason(finish: Option<&str>, has_calls: bool) -> StopReason {
+    match finish {
+        Some("stop") => StopReason::EndTurn,
+        Some("tool_calls" | "function_call") => StopReason::ToolUse,
+        Some("length") => StopReason::MaxTokens,
+        Some(other) => StopReason::Other(other.to_owned()),
+        None if has_calls => StopReason::ToolUse,
+        None => StopReason::EndTurn,
+    }
+}
+
+fn usage(v: &Value) -> Usage {
+    Usage {
+        input_tokens: u64_at(v, "/prompt_tokens"),
+        output_tokens: u64_at(v, "/completion_tokens"),
+        cached_input_tokens: u64_at(v, "/prompt_tokens_details/cached_tokens"),
+    }
+}
+
+fn text_content(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// A non-streamed reply; its whole text is passed to `on_delta` once.
+fn whole_reply(
+    t: &Transport,
+    reply: &Value,
+    fallback_model: &str,
+    on_delta: &OnDelta<'_>,
+) -> Result<ModelResponse, ModelError> {
+    let response =
+        parse_response(reply, fallback_model).map_err(|m| t.error(ModelErrorKind::Malformed, m))?;
+    if !response.content.is_empty() {
+        on_delta(&response.content);
+    }
+    Ok(response)
+}
+
+/// Parses a chat-completion object.
+pub(crate) fn parse_response(reply: &Value, fallback_model: &str) -> Result<ModelResponse, String> {
+    let choice = reply.pointer("/choices/0").ok_or_else(|| {
+        format!(
+            "reply has no choices: {}",
+            crate::retry::truncate(&reply.to_string(), 200)
+        )
+    })?;
+    let message = choice.get("message").unwrap_or(&Value::Null);
+    let mut tool_calls = Vec::new();
+    for call in message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let arguments = match call.pointer("/function/arguments") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        };
+        tool_calls.push(tool_call(
+            str_at(call, "/id").unwrap_or(""),
+            str_at(call, "/function/name").unwrap_or(""),
+            arguments,
+        ));
+    }
+    Ok(ModelResponse {
+        content: text_content(message.get("content")),
+        stop_reason: stop_reason(str_at(choice, "/finish_reason"), !tool_calls.is_empty()),
+        tool_calls,
+        usage: reply.get("usage").map(usage).unwrap_or_default(),
+        model: str_at(reply, "/model").unwrap_or(fallback_model).to_owned(),
+    })
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// What a stream has delivered so far.
+#[derive(Debug, Default)]
+struct StreamState {
+    content: String,
+    calls: BTreeMap<u64, PartialCall>,
+    usage: Option<Usage>,
+    finish: Option<String>,
+    model: Option<String>,
+}
+
+impl StreamState {
+    /// Handles one `data:` payload; returns true at `[DONE]`.
+    fn on_data(
+        &mut self,
+        t: &Transport,
+        data: &str,
+        on_delta: &OnDelta<'_>,
+    ) -> Result<bool, ModelError> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            t.error(
+                ModelErrorKind::Malformed,
+                format!(
+                    "invalid stream chunk ({e}): {}",
+                    crate::retry::truncate(data, 200)
+                ),
+            )
+        })?;
+        if let Some(err) = chunk.get("error") {
+            let message = str_at(err, "/message").map_or_else(|| err.to_string(), str::to_owned);
+            return Err(t.error(
+                ModelErrorKind::Server,
+                format!("error in stream: {message}"),
+            ));
+        }
+        if let Some(model) = str_at(&chunk, "/model").filter(|m| !m.is_empty()) {
+            self.model = Some(model.to_owned());
+        }
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(usage(u));
+        }
+        let choices = chunk.get("choices").and_then(Value::as_array);
+        for choice in choices.into_iter().flatten() {
+            if let Some(text) = str_at(choice, "/delta/content").filter(|s| !s.is_empty()) {
+                self.content.push_str(text);
+                on_delta(text);
+            }
+            let deltas = choice
+                .pointer("/delta/tool_calls")
+                .and_then(Value::as_array);
+            for (position, delta) in deltas.into_iter().flatten().enumerate() {
+                let index = delta
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(position as u64);
+                let call = self.calls.entry(index).or_default();
+                if let Some(id) = str_at(delta, "/id").filter(|s| !s.is_empty()) {
+                    call.id = id.to_owned();
+                }
+                if let Some(name) = str_at(delta, "/function/name")
+                    && call.name.is_empty()
+                {
+                    call.name = name.to_owned();
+                }
+                if let Some(args) = str_at(delta, "/function/arguments") {
+                    call.arguments.push_str(args);
+                }
+            }
+            if let Some(finish) = str_at(choice, "/finish_reason") {
+                self.finish = Some(finish.to_owned());
+            }
+        }
+        Ok(false)
+    }
+
+    fn finish(self, fallback_model: &str) -> ModelResponse {
+        let tool_calls: Vec<_> = self
+            .calls
+            .into_values()
+            .map(|c| tool_call(&c.id, &c.name, c.arguments))
+            .collect();
+        ModelResponse {
+            content: self.content,
+            stop_reason: stop_reason(self.finish.as_deref(), !tool_calls.is_empty()),
+            tool_calls,
+            usage: self.usage.unwrap_or_default(),
+            model: self.model.unwrap_or_else(|| fallback_model.to_owned()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reef_core::{ToolCall, ToolCallId, ToolSpec};
+    use std::sync::Mutex;
+
+    #[test]
+    fn request_maps_messages_tools_and_stream_options() {
+        let request = ModelRequest {
+            messages: vec![
+                Message::system("sys"),
+                Message::user("hi"),
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ToolCall {
+                        id: ToolCallId::from("c1"),
+                        name: "ls".into(),
+                        arguments: "{}".into(),
+                    }],
+                },
+                Message::Tool {
+                    call_id: ToolCallId::from("c1"),
+                    name: "ls".into(),
+                    content: "a.txt".into(),
+                    is_error: false,
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "ls".into(),
+                description: "list".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_output_tokens: Some(99),
+        };
+        let body = request_body(&ProviderSettings::default(), &request);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["max_tokens"], 99);
+        assert_eq!(body["messages"][0]["role"], "system");
+        assert_eq!(body["messages"][2]["content"], Value::Null);
+        assert_eq!(
+            body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            "{}"
+        );
+        assert_eq!(body["messages"][3]["tool_call_id"], "c1");
+        assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");
+    }
+
+    #[test]
+    fn stream_state_accumulates_fragments_per_index() {
+        let t = Transport::new(ProviderSettings::default()).unwrap();
+        let seen = Mutex::new(Vec::new());
+        let on_delta = |d: &str| seen.lock().unwrap().push(d.to_owned());
+        let mut s = StreamState::default();
+        let chunks = [
+            r#"{"model":"m1","choices":[{"index":0,"delta":{"content":"Hi"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"two","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"one","arguments":"{\"x\""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":null}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#,
+        ];
+        for c in chunks {
+            assert!(!s.on_data(&t, c, &on_delta).unwrap());
+        }
+        assert!(s.on_data(&t, "[DONE]", &on_delta).unwrap());
+        let r = s.finish("fallback");
+        assert_eq!(seen.lock().unwrap().as_slice(), ["Hi"]);
+        assert_eq!(r.model, "m1");
+        assert_eq!(r.tool_calls[0].arguments, r#"{"x":1}"#);
+        assert_eq!(r.tool_calls[1].name, "two");
+        assert_eq!(r.tool_calls[1].arguments, "{}");
+        assert_eq!(r.stop_reason, StopReason::ToolUse);
+        assert_eq!(r.usage.input_tokens, 5);
+    }
+}

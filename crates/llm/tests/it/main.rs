@@ -1,0 +1,8 @@
+//! Integration tests of reef-llm's clients against the scripted mock LLM server.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+mod common;
+mod errors;
+mod reachable;
+mod replies;
+mod tools;

@@ -1,0 +1,5 @@
+//! Integration tests of the mock LLM server, spoken to over raw HTTP/1.1.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+mod raw;
+mod server;
