@@ -1,1 +1,17 @@
-//! reef-sandbox: The only place reef starts processes: a confined runner with timeouts, output caps, scrubbed environment and process-group kill.
+//! reef-sandbox: the only place reef starts processes — a confined runner with timeouts,
+//! output caps, a scrubbed environment and process-group kill — plus a probe of the
+//! isolation features this machine offers.
+
+mod capture;
+mod error;
+mod group;
+mod policy;
+mod probe;
+mod request;
+mod runner;
+
+pub use error::SandboxError;
+pub use policy::{DEFAULT_ENV_ALLOW, SandboxBackend, SandboxPolicy};
+pub use probe::{Availability, CgroupVersion, Feature, IsolationReport, probe, probe_root};
+pub use request::{ExecOutput, ExecRequest};
+pub use runner::Sandbox;

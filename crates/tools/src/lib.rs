@@ -1,1 +1,12 @@
-//! reef-tools: reef's tool registry and built-in tools: shell, files, search and HTTP fetch.
+//! reef-tools: the tool registry and reef's built-in tools (shell, files, search, HTTP fetch).
+//!
+//! Tool names and argument shapes are a public contract with models; see README.md.
+
+mod args;
+mod builtin;
+mod paths;
+mod registry;
+mod text;
+
+pub use builtin::{BuiltinConfig, builtin_registry};
+pub use registry::ToolRegistry;

@@ -1,0 +1,77 @@
+//! What to run ([`ExecRequest`]) and what came of it ([`ExecOutput`]).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One process to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecRequest {
+    /// Program name (looked up on the child's PATH) or path.
+    pub program: String,
+    pub args: Vec<String>,
+    /// Working directory; also used as the child's HOME.
+    pub cwd: PathBuf,
+    /// Extra variables set explicitly, after the allowed inherited ones.
+    pub env: Vec<(String, String)>,
+    /// Wall-clock limit; on expiry the whole process group is stopped.
+    pub timeout: Duration,
+    /// Bytes fed to stdin; `None` connects stdin to /dev/null.
+    pub stdin: Option<Vec<u8>>,
+}
+
+impl ExecRequest {
+    /// A request running `program args…` in `cwd`, with no extra env and no stdin.
+    pub fn new(
+        program: impl Into<String>,
+        args: Vec<String>,
+        cwd: PathBuf,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            program: program.into(),
+            args,
+            cwd,
+            env: Vec::new(),
+            timeout,
+            stdin: None,
+        }
+    }
+
+    /// A request running `/bin/sh -c command`.
+    pub fn shell(command: &str, cwd: PathBuf, timeout: Duration) -> Self {
+        Self::new(
+            "/bin/sh",
+            vec!["-c".to_owned(), command.to_owned()],
+            cwd,
+            timeout,
+        )
+    }
+}
+
+/// What a finished (or stopped) process produced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExecOutput {
+    /// Captured stdout, decoded as lossy UTF-8.
+    pub stdout: String,
+    /// Captured stderr, decoded as lossy UTF-8.
+    pub stderr: String,
+    /// Exit code, if the process exited normally.
+    pub exit_code: Option<i32>,
+    /// Terminating signal, if the process was killed by one.
+    pub signal: Option<i32>,
+    /// The timeout expired and the process group was stopped.
+    pub timed_out: bool,
+    /// stdout exceeded the policy's `max_output_bytes`; the excess was discarded.
+    pub stdout_truncated: bool,
+    /// stderr exceeded the policy's `max_output_bytes`; the excess was discarded.
+    pub stderr_truncated: bool,
+    /// Wall-clock time from spawn to the end of output collection.
+    pub duration: Duration,
+}
+
+impl ExecOutput {
+    /// Whether the process exited normally with code 0.
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+}

@@ -1,0 +1,173 @@
+//! The runner: spawns one process under the policy, enforces the timeout, collects capped
+//! output and makes sure no process of its group outlives the call.
+
+use crate::capture::{Captured, drain};
+use crate::error::SandboxError;
+use crate::group::{GroupGuard, signal_group};
+use crate::policy::{SandboxBackend, SandboxPolicy};
+use crate::request::{ExecOutput, ExecRequest};
+use rustix::process::{Pid, Signal};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, ChildStdin, Command};
+
+/// How long to keep reading output after the process group has been killed. Pipes normally
+/// close at once; this only bounds the wait when a process that left the group (e.g. via
+/// `setsid`) still holds them open.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+
+/// Runs processes under a [`SandboxPolicy`]. Cheap to clone; clones share the policy.
+#[derive(Clone, Debug)]
+pub struct Sandbox {
+    policy: Arc<SandboxPolicy>,
+}
+
+impl Sandbox {
+    pub fn new(policy: SandboxPolicy) -> Self {
+        Self {
+            policy: Arc::new(policy),
+        }
+    }
+
+    pub fn policy(&self) -> &SandboxPolicy {
+        &self.policy
+    }
+
+    /// Runs `req` to completion (or until its timeout) and returns what it produced.
+    ///
+    /// The child runs in its own process group with a scrubbed environment. When the direct
+    /// child exits, the rest of its group is killed. If this future is dropped, the whole
+    /// group is killed with SIGKILL.
+    pub async fn run(&self, req: ExecRequest) -> Result<ExecOutput, SandboxError> {
+        match self.policy.backend {
+            SandboxBackend::Plain => {}
+        }
+        let cwd_ok = tokio::fs::metadata(&req.cwd)
+            .await
+            .map(|m| m.is_dir())
+            .unwrap_or(false);
+        if !cwd_ok {
+            return Err(SandboxError::CwdMissing {
+                cwd: req.cwd.clone(),
+            });
+        }
+
+        let start = Instant::now();
+        let mut child = self
+            .command(&req)
+            .spawn()
+            .map_err(|source| SandboxError::Spawn {
+                program: req.program.clone(),
+                source,
+            })?;
+        let mut guard = GroupGuard::new(child.id());
+        let pgid = guard.pgid();
+
+        let cap = self.policy.max_output_bytes;
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let stdin = child.stdin.take();
+        let mut out = Captured::default();
+        let mut err = Captured::default();
+
+        let waited = {
+            let reading = async {
+                tokio::join!(
+                    drain(stdout, &mut out, cap),
+                    drain(stderr, &mut err, cap),
+                    feed(stdin, req.stdin.as_deref()),
+                )
+            };
+            tokio::pin!(reading);
+            let waiting = wait_or_stop(&mut child, pgid, req.timeout, self.policy.kill_grace);
+            tokio::pin!(waiting);
+
+            let mut read_done = false;
+            let waited = loop {
+                tokio::select! {
+                    res = &mut waiting => break res,
+                    _ = &mut reading, if !read_done => read_done = true,
+                }
+            };
+            // The direct child is gone: stop anything it left running in its group, then
+            // collect what is still buffered in the pipes.
+            guard.kill_now();
+            if !read_done {
+                let _drained = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut reading).await;
+            }
+            waited
+        };
+        let (status, timed_out) = waited.map_err(|source| SandboxError::Io {
+            program: req.program.clone(),
+            source,
+        })?;
+
+        Ok(ExecOutput {
+            stdout_truncated: out.truncated,
+            stderr_truncated: err.truncated,
+            stdout: out.into_string(),
+            stderr: err.into_string(),
+            exit_code: status.code(),
+            signal: status.signal(),
+            timed_out,
+            duration: start.elapsed(),
+        })
+    }
+
+    fn command(&self, req: &ExecRequest) -> Command {
+        let mut cmd = Command::new(&req.program);
+        cmd.args(&req.args).current_dir(&req.cwd).env_clear();
+        for name in &self.policy.env_allow {
+            if let Some(value) = std::env::var_os(name) {
+                cmd.env(name, value);
+            }
+        }
+        cmd.env("HOME", &req.cwd);
+        for (name, value) in &req.env {
+            cmd.env(name, value);
+        }
+        cmd.stdin(if req.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+        cmd
+    }
+}
+
+/// Waits for the child; on timeout sends SIGTERM to its group, then SIGKILL after `grace`.
+/// Returns the exit status and whether the timeout fired.
+async fn wait_or_stop(
+    child: &mut Child,
+    pgid: Option<Pid>,
+    timeout: Duration,
+    grace: Duration,
+) -> std::io::Result<(ExitStatus, bool)> {
+    if let Ok(status) = tokio::time::timeout(timeout, child.wait()).await {
+        return Ok((status?, false));
+    }
+    signal_group(pgid, Signal::TERM);
+    if let Ok(status) = tokio::time::timeout(grace, child.wait()).await {
+        return Ok((status?, true));
+    }
+    signal_group(pgid, Signal::KILL);
+    Ok((child.wait().await?, true))
+}
+
+/// Writes `data` to the child's stdin and closes it. A child that exits without reading
+/// (EPIPE) is not an error.
+async fn feed(pipe: Option<ChildStdin>, data: Option<&[u8]>) {
+    if let (Some(mut pipe), Some(data)) = (pipe, data) {
+        if let Err(err) = pipe.write_all(data).await {
+            tracing::debug!(%err, "child stdin closed early");
+        }
+        drop(pipe);
+    }
+}

@@ -1,0 +1,58 @@
+//! The built-in tools and the registry that holds them all.
+
+mod edit_file;
+mod http_fetch;
+mod list_dir;
+mod net;
+mod read_file;
+mod search_files;
+mod shell;
+mod write_file;
+
+use crate::registry::ToolRegistry;
+use reef_sandbox::Sandbox;
+use std::sync::Arc;
+
+/// Limits and switches for the built-in tools.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuiltinConfig {
+    /// Default `shell` timeout when the call gives none.
+    pub shell_timeout_secs: u64,
+    /// `shell` output (stdout + stderr) above this many characters keeps only head and tail.
+    pub max_shell_output_chars: usize,
+    /// Let `http_fetch` reach loopback / private / link-local addresses.
+    pub http_allow_private: bool,
+    /// Whole-request limit for `http_fetch`, redirects included.
+    pub http_timeout_secs: u64,
+    /// `http_fetch` response bodies are cut after this many bytes.
+    pub http_max_bytes: usize,
+    /// `read_file` refuses files larger than this.
+    pub max_read_bytes: usize,
+}
+
+impl Default for BuiltinConfig {
+    fn default() -> Self {
+        Self {
+            shell_timeout_secs: 30,
+            max_shell_output_chars: 10_000,
+            http_allow_private: false,
+            http_timeout_secs: 30,
+            http_max_bytes: 2 * 1024 * 1024,
+            max_read_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// A registry holding every built-in tool: `shell`, `read_file`, `write_file`, `edit_file`,
+/// `list_dir`, `search_files` and `http_fetch`.
+pub fn builtin_registry(sandbox: Arc<Sandbox>, config: BuiltinConfig) -> ToolRegistry {
+    let mut registry = ToolRegistry::new();
+    registry.register(Arc::new(shell::ShellTool::new(sandbox, &config)));
+    registry.register(Arc::new(read_file::ReadFileTool::new(&config)));
+    registry.register(Arc::new(write_file::WriteFileTool));
+    registry.register(Arc::new(edit_file::EditFileTool));
+    registry.register(Arc::new(list_dir::ListDirTool));
+    registry.register(Arc::new(search_files::SearchFilesTool));
+    registry.register(Arc::new(http_fetch::HttpFetchTool::new(&config)));
+    registry
+}

@@ -1,0 +1,129 @@
+//! `read_file`: returns a text file from the workspace, whole or a line range.
+
+use crate::args::parse_args;
+use crate::builtin::BuiltinConfig;
+use crate::paths::resolve;
+use crate::text::looks_binary;
+use async_trait::async_trait;
+use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use serde::Deserialize;
+use serde_json::json;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    #[serde(default)]
+    start_line: Option<usize>,
+    #[serde(default)]
+    end_line: Option<usize>,
+}
+
+pub(crate) struct ReadFileTool {
+    max_bytes: usize,
+}
+
+impl ReadFileTool {
+    pub(crate) fn new(config: &BuiltinConfig) -> Self {
+        Self {
+            max_bytes: config.max_read_bytes,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for ReadFileTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "read_file".into(),
+            description: format!(
+                "Read a UTF-8 text file in the workspace. Give start_line/end_line to read a \
+                 range (1-based, inclusive); the result then starts with a `path (lines a-b of N)` \
+                 header. Binary files and files over {} bytes are refused.",
+                self.max_bytes
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path relative to the workspace."},
+                    "start_line": {"type": "integer", "minimum": 1, "description": "First line to return, 1-based (default 1)."},
+                    "end_line": {"type": "integer", "minimum": 1, "description": "Last line to return, inclusive (default: last line)."}
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {
+        let args: Args = parse_args(args)?;
+        let path = resolve(ctx, &args.path)?;
+        let shown = &path.display;
+        let meta = tokio::fs::metadata(&path.abs)
+            .await
+            .map_err(|err| ToolError::Failed(format!("cannot read {shown}: {err}")))?;
+        if meta.is_dir() {
+            return Err(ToolError::Failed(format!(
+                "{shown} is a directory; use list_dir to see its contents"
+            )));
+        }
+        if meta.len() > self.max_bytes as u64 {
+            return Err(ToolError::Failed(format!(
+                "{shown} is {} bytes, over the {}-byte read limit; use search_files to find the \
+                 relevant lines or shell (e.g. `sed -n '100,200p' {shown}`) to read part of it",
+                meta.len(),
+                self.max_bytes
+            )));
+        }
+        let bytes = tokio::fs::read(&path.abs)
+            .await
+            .map_err(|err| ToolError::Failed(format!("cannot read {shown}: {err}")))?;
+        if looks_binary(&bytes) {
+            return Err(ToolError::Failed(format!(
+                "{shown} looks like a binary file (it contains NUL bytes); it is not shown"
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| {
+            ToolError::Failed(format!("{shown} is not valid UTF-8 text; it is not shown"))
+        })?;
+
+        if args.start_line.is_none() && args.end_line.is_none() {
+            return Ok(text);
+        }
+        select_lines(shown, &text, args.start_line, args.end_line)
+    }
+}
+
+fn select_lines(
+    shown: &str,
+    text: &str,
+    start: Option<usize>,
+    end: Option<usize>,
+) -> Result<String, ToolError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let total = lines.len();
+    let start = start.unwrap_or(1);
+    if start == 0 {
+        return Err(ToolError::InvalidArguments(
+            "start_line is 1-based and must be at least 1".into(),
+        ));
+    }
+    if start > total {
+        return Err(ToolError::InvalidArguments(format!(
+            "start_line {start} is past the end of {shown}, which has {total} lines"
+        )));
+    }
+    let end = end.unwrap_or(total);
+    if end < start {
+        return Err(ToolError::InvalidArguments(format!(
+            "end_line {end} is before start_line {start}"
+        )));
+    }
+    let end = end.min(total);
+    let mut out = format!("{shown} (lines {start}-{end} of {total})\n");
+    for line in &lines[start - 1..end] {
+        out.push_str(line);
+        out.push('\n');
+    }
+    Ok(out)
+}

@@ -1,0 +1,151 @@
+//! `shell`: runs `/bin/sh -c command` in the workspace through the sandbox.
+
+use crate::args::parse_args;
+use crate::builtin::BuiltinConfig;
+use crate::paths::{resolve, workspace_root};
+use crate::text::truncate_middle;
+use async_trait::async_trait;
+use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_sandbox::{ExecOutput, ExecRequest, Sandbox};
+use serde::Deserialize;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Longest timeout a call may ask for.
+const MAX_TIMEOUT_SECS: u64 = 600;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    command: String,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    timeout_secs: Option<u64>,
+}
+
+pub(crate) struct ShellTool {
+    sandbox: Arc<Sandbox>,
+    default_timeout_secs: u64,
+    max_output_chars: usize,
+}
+
+impl ShellTool {
+    pub(crate) fn new(sandbox: Arc<Sandbox>, config: &BuiltinConfig) -> Self {
+        Self {
+            sandbox,
+            default_timeout_secs: config.shell_timeout_secs,
+            max_output_chars: config.max_shell_output_chars,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for ShellTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "shell".into(),
+            description: format!(
+                "Run a command with /bin/sh -c in the workspace. Returns the exit code, stdout \
+                 and stderr; a non-zero exit is reported, not treated as an error. Output over \
+                 {} characters keeps only its beginning and end.",
+                self.max_output_chars
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "Shell command line to run."},
+                    "cwd": {"type": "string", "description": "Working directory relative to the workspace (default: the workspace root). Must stay inside the workspace."},
+                    "timeout_secs": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECS, "description": format!("Seconds before the command's process group is killed (default {}).", self.default_timeout_secs)}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {
+        let args: Args = parse_args(args)?;
+        if args.command.trim().is_empty() {
+            return Err(ToolError::InvalidArguments(
+                "command must not be empty".into(),
+            ));
+        }
+        let timeout = args.timeout_secs.unwrap_or(self.default_timeout_secs);
+        if timeout == 0 || timeout > MAX_TIMEOUT_SECS {
+            return Err(ToolError::InvalidArguments(format!(
+                "timeout_secs must be between 1 and {MAX_TIMEOUT_SECS}, got {timeout}"
+            )));
+        }
+        let cwd = match &args.cwd {
+            Some(cwd) => {
+                let dir = resolve(ctx, cwd)?;
+                if !dir.abs.is_dir() {
+                    return Err(ToolError::InvalidArguments(format!(
+                        "cwd {} is not a directory in the workspace",
+                        dir.display
+                    )));
+                }
+                dir.abs
+            }
+            None => workspace_root(ctx)?,
+        };
+
+        let req = ExecRequest::shell(&args.command, cwd, Duration::from_secs(timeout));
+        let out = self
+            .sandbox
+            .run(req)
+            .await
+            .map_err(|err| ToolError::Failed(err.to_string()))?;
+        let body = format_streams(&out, self.max_output_chars);
+        if out.timed_out {
+            return Err(ToolError::Failed(format!(
+                "timed out after {timeout} s (process group killed)\n{body}"
+            )));
+        }
+        let status = match (out.exit_code, out.signal) {
+            (Some(code), _) => format!("exit_code: {code}"),
+            (None, Some(signal)) => format!("killed by signal {signal}"),
+            (None, None) => "exit status unknown".to_owned(),
+        };
+        Ok(format!("{status}\n{body}"))
+    }
+}
+
+/// The `stdout:` and `stderr:` sections, sharing a budget of `max_chars` characters.
+/// When both are long each gets half; a short stream leaves its unused share to the other.
+fn format_streams(out: &ExecOutput, max_chars: usize) -> String {
+    let o = out.stdout.chars().count();
+    let e = out.stderr.chars().count();
+    let (o_budget, e_budget) = if o + e <= max_chars {
+        (o, e)
+    } else {
+        let e_budget = e.min(max_chars / 2).max(max_chars.saturating_sub(o)).min(e);
+        (max_chars - e_budget, e_budget)
+    };
+    let section = |name: &str, text: &str, budget: usize, capped: bool| {
+        let mut s = format!("{name}:");
+        if text.is_empty() {
+            s.push_str(" (empty)\n");
+        } else {
+            s.push('\n');
+            s.push_str(&truncate_middle(text, budget));
+            if !s.ends_with('\n') {
+                s.push('\n');
+            }
+        }
+        if capped {
+            s.push_str("[output limit reached; the rest of this stream was discarded]\n");
+        }
+        s
+    };
+    let mut body = section("stdout", &out.stdout, o_budget, out.stdout_truncated);
+    body.push_str(&section(
+        "stderr",
+        &out.stderr,
+        e_budget,
+        out.stderr_truncated,
+    ));
+    body
+}

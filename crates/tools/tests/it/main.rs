@@ -1,0 +1,10 @@
+//! reef-tools integration tests: the registry and every built-in tool.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+mod files;
+mod http;
+mod list_search;
+mod paths;
+mod registry;
+mod shell;
+mod support;
