@@ -1,1 +1,21 @@
-//! reef-agent: reef's turn engine: context assembly, the model/tool loop, budgets, parallel tool dispatch and large-output handling.
+//! reef-agent: the turn engine.
+//!
+//! A `Session` owns one conversation: it assembles the context, asks the model, dispatches tool
+//! calls (concurrently, in the sandbox), persists every message as it happens and reports what
+//! it does as protocol `Event`s. `spawn` wraps a session in the `Submission`/`Event` protocol
+//! that every front end speaks.
+
+mod dispatch;
+mod error;
+mod handle;
+mod prompt;
+mod session;
+mod setup;
+mod textcalls;
+mod turn;
+
+pub use error::AgentError;
+pub use handle::{AgentHandle, spawn};
+pub use session::{Session, SessionOptions};
+pub use setup::{builtin_tools, model_client, provider_settings, session_options};
+pub use textcalls::parse_text_tool_calls;

@@ -1,0 +1,192 @@
+//! Tool dispatch for one round: argument parsing, lookup, concurrent execution, large outputs.
+
+use crate::session::{Emitter, Session};
+use futures::future::join_all;
+use reef_core::{EventMsg, Message, Tool, ToolCall, ToolContext, ToolOutput};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Characters of a large output shown inline before the pointer to the saved file.
+const PREVIEW_CHARS: usize = 1500;
+
+/// Runs every call of a round concurrently (a model emits calls of one round as independent)
+/// and returns the tool-result messages in the order the calls were made.
+pub(crate) async fn run_calls(
+    session: &Session,
+    calls: &[ToolCall],
+    emitter: &Emitter,
+) -> Vec<Message> {
+    let futures = calls.iter().map(|call| {
+        emitter.emit(EventMsg::ToolCallBegin {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        });
+        run_one(session, call.clone())
+    });
+    let outputs = join_all(futures).await;
+    let mut messages = Vec::with_capacity(calls.len());
+    for (call, (output, saved_to)) in calls.iter().zip(outputs) {
+        emitter.emit(EventMsg::ToolCallEnd {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            output: output.content.clone(),
+            is_error: output.is_error,
+            saved_to: saved_to.clone(),
+        });
+        messages.push(Message::Tool {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: output.content,
+            is_error: output.is_error,
+        });
+    }
+    messages
+}
+
+async fn run_one(session: &Session, call: ToolCall) -> (ToolOutput, Option<String>) {
+    let output = execute(session, &call).await;
+    let limit = session.opts.inline_output_chars;
+    if output.content.chars().count() <= limit {
+        return (output, None);
+    }
+    match save_large_output(&session.opts.workspace, session.id.as_str(), &call, &output).await {
+        Ok(rel) => {
+            let preview = preview(&output.content, &rel);
+            (
+                ToolOutput {
+                    content: preview,
+                    is_error: output.is_error,
+                },
+                Some(rel),
+            )
+        }
+        // Saving failed: the model still gets a bounded output rather than nothing.
+        Err(err) => {
+            let head: String = output.content.chars().take(limit).collect();
+            (
+                ToolOutput {
+                    content: format!(
+                        "{head}\n[... output truncated at {limit} characters; saving the full \
+                         output failed: {err} ...]"
+                    ),
+                    is_error: output.is_error,
+                },
+                None,
+            )
+        }
+    }
+}
+
+async fn execute(session: &Session, call: &ToolCall) -> ToolOutput {
+    let Some(tool) = session.tools.get(&call.name) else {
+        return ToolOutput::error(format!(
+            "unknown tool `{}`; available tools: {}",
+            call.name,
+            session.tools.names().join(", ")
+        ));
+    };
+    let raw = call.arguments.trim();
+    let args = if raw.is_empty() {
+        Ok(serde_json::Value::Object(serde_json::Map::new()))
+    } else {
+        serde_json::from_str::<serde_json::Value>(raw)
+    };
+    let args = match args {
+        Ok(args @ serde_json::Value::Object(_)) => args,
+        Ok(other) => {
+            return ToolOutput::error(format!(
+                "arguments for `{}` must be a JSON object, got: {other}",
+                call.name
+            ));
+        }
+        Err(err) => {
+            return ToolOutput::error(format!(
+                "arguments for `{}` are not valid JSON ({err}); resend the call with a JSON object",
+                call.name
+            ));
+        }
+    };
+    let ctx = ToolContext {
+        workspace: session.opts.workspace.clone(),
+        session_id: session.id.clone(),
+        call_id: call.id.clone(),
+    };
+    spawn_tool(tool, ctx, args).await
+}
+
+/// Runs the tool on its own task so a panic becomes an error result instead of ending the
+/// turn; the task is aborted (and its processes killed) if the turn is dropped.
+async fn spawn_tool(tool: Arc<dyn Tool>, ctx: ToolContext, args: serde_json::Value) -> ToolOutput {
+    let name = tool.spec().name;
+    let task = AbortOnDrop(tokio::spawn(async move { tool.call(&ctx, args).await }));
+    match task.await {
+        Ok(Ok(text)) => ToolOutput::ok(text),
+        Ok(Err(err)) => ToolOutput::error(err.to_string()),
+        Err(join) => ToolOutput::error(format!("tool `{name}` crashed: {join}")),
+    }
+}
+
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl<T> std::future::Future for AbortOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+/// Saves a large output under `.reef/tool-outputs/<session>/` and returns its workspace-relative path.
+async fn save_large_output(
+    workspace: &Path,
+    session: &str,
+    call: &ToolCall,
+    output: &ToolOutput,
+) -> std::io::Result<String> {
+    let safe_id: String = call
+        .id
+        .as_str()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let rel: PathBuf = [
+        ".reef",
+        "tool-outputs",
+        session,
+        &format!("{}-{safe_id}.txt", call.name),
+    ]
+    .iter()
+    .collect();
+    let path = workspace.join(&rel);
+    if let Some(dir) = path.parent() {
+        tokio::fs::create_dir_all(dir).await?;
+    }
+    tokio::fs::write(&path, output.content.as_bytes()).await?;
+    Ok(rel.display().to_string())
+}
+
+fn preview(content: &str, rel: &str) -> String {
+    let total = content.chars().count();
+    let lines = content.lines().count();
+    let head: String = content.chars().take(PREVIEW_CHARS).collect();
+    format!(
+        "{head}\n[... output is {total} characters ({lines} lines); the full output was saved to \
+         {rel} in the workspace. Use read_file with start_line/end_line to read more ...]"
+    )
+}

@@ -1,0 +1,216 @@
+//! One conversation: its identity, history, model, tools and the store it is persisted in.
+
+use crate::error::AgentError;
+use crate::prompt;
+use reef_core::{Event, EventMsg, Message, ModelClient, SessionId, SubmissionId, Usage};
+use reef_store::{NewSession, Store};
+use reef_tools::ToolRegistry;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Budgets and placement of a session, usually taken from `[agent]` in config.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    /// Where relative paths resolve and the only place tools may write.
+    pub workspace: PathBuf,
+    /// Model requests per turn before the turn stops with `MaxRounds`.
+    pub max_rounds: u32,
+    /// Wall-clock budget of one turn.
+    pub max_wall: Duration,
+    /// Tool outputs longer than this many characters are saved to the workspace.
+    pub inline_output_chars: usize,
+    /// Replaces the built-in system prompt.
+    pub system_prompt: Option<String>,
+}
+
+/// Progress of the turn in flight, kept on the session so an interrupted turn can still report it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TurnState {
+    pub rounds: u32,
+    pub usage: Usage,
+}
+
+/// A conversation with one agent. Every message is written to the store before it is used.
+pub struct Session {
+    pub(crate) id: SessionId,
+    pub(crate) model: Arc<dyn ModelClient>,
+    pub(crate) tools: Arc<ToolRegistry>,
+    pub(crate) store: Store,
+    pub(crate) opts: SessionOptions,
+    pub(crate) history: Vec<Message>,
+    pub(crate) turn: TurnState,
+}
+
+impl Session {
+    /// Starts a new session and records it in the store.
+    pub async fn create(
+        model: Arc<dyn ModelClient>,
+        tools: Arc<ToolRegistry>,
+        store: Store,
+        opts: SessionOptions,
+    ) -> Result<Session, AgentError> {
+        check_workspace(&opts)?;
+        let id = SessionId::new();
+        store
+            .create_session(NewSession {
+                id: id.clone(),
+                workspace: opts.workspace.display().to_string(),
+                provider: model.provider().to_owned(),
+                model: model.model().to_owned(),
+            })
+            .await?;
+        Ok(Session {
+            id,
+            model,
+            tools,
+            store,
+            opts,
+            history: Vec::new(),
+            turn: TurnState::default(),
+        })
+    }
+
+    /// Continues a stored session: its transcript becomes the history.
+    pub async fn resume(
+        id: SessionId,
+        model: Arc<dyn ModelClient>,
+        tools: Arc<ToolRegistry>,
+        store: Store,
+        opts: SessionOptions,
+    ) -> Result<Session, AgentError> {
+        check_workspace(&opts)?;
+        if store.get_session(&id).await?.is_none() {
+            return Err(AgentError::NoSuchSession(id));
+        }
+        let history = store
+            .messages(&id)
+            .await?
+            .into_iter()
+            .map(|m| m.message)
+            .filter(|m| !matches!(m, Message::System { .. }))
+            .collect();
+        Ok(Session {
+            id,
+            model,
+            tools,
+            store,
+            opts,
+            history,
+            turn: TurnState::default(),
+        })
+    }
+
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    pub fn model(&self) -> &Arc<dyn ModelClient> {
+        &self.model
+    }
+
+    /// Switches the model for the following turns (`/model`).
+    pub fn set_model(&mut self, model: Arc<dyn ModelClient>) {
+        self.model = model;
+    }
+
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    pub fn options(&self) -> &SessionOptions {
+        &self.opts
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The event announcing this session, sent once by front ends before the first turn.
+    pub fn configured_event(&self, id: SubmissionId) -> Event {
+        Event {
+            id,
+            msg: EventMsg::SessionConfigured {
+                session_id: self.id.clone(),
+                provider: self.model.provider().to_owned(),
+                model: self.model.model().to_owned(),
+                workspace: self.opts.workspace.display().to_string(),
+            },
+        }
+    }
+
+    /// Writes a message to the store, then to the in-memory history.
+    pub(crate) async fn persist(&mut self, message: Message) -> Result<(), AgentError> {
+        self.store.append_message(&self.id, &message).await?;
+        self.history.push(message);
+        Ok(())
+    }
+
+    /// What the model is sent: the system prompt and the history, with any tool call left
+    /// without a result (a turn interrupted or killed mid-way) answered by an error result,
+    /// so the request stays valid for every wire API.
+    pub(crate) fn context(&self) -> Vec<Message> {
+        let names = self.tools.names();
+        let mut out = Vec::with_capacity(self.history.len() + 1);
+        out.push(Message::system(prompt::system_prompt(
+            self.opts.system_prompt.as_deref(),
+            &self.opts.workspace,
+            &names,
+        )));
+        let answered: HashSet<&str> = self
+            .history
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        for message in &self.history {
+            out.push(message.clone());
+            let Message::Assistant { tool_calls, .. } = message else {
+                continue;
+            };
+            for call in tool_calls {
+                if !answered.contains(call.id.as_str()) {
+                    out.push(Message::Tool {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: "no result: the turn was interrupted before this call finished"
+                            .into(),
+                        is_error: true,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Sends events of one submission to a front end; a front end that went away is ignored.
+#[derive(Clone)]
+pub(crate) struct Emitter {
+    pub tx: UnboundedSender<Event>,
+    pub id: SubmissionId,
+}
+
+impl Emitter {
+    pub fn emit(&self, msg: EventMsg) {
+        let _ = self.tx.send(Event {
+            id: self.id.clone(),
+            msg,
+        });
+    }
+}
+
+fn check_workspace(opts: &SessionOptions) -> Result<(), AgentError> {
+    if opts.workspace.is_dir() {
+        Ok(())
+    } else {
+        Err(AgentError::Workspace {
+            path: opts.workspace.display().to_string(),
+            message: "is not a directory".into(),
+        })
+    }
+}

@@ -1,0 +1,143 @@
+//! The turn loop: model → tool calls → results → model, until a final answer or a budget ends it.
+
+use crate::dispatch;
+use crate::error::AgentError;
+use crate::session::{Emitter, Session, TurnState};
+use crate::textcalls::parse_text_tool_calls;
+use reef_core::{Event, EventMsg, Message, ModelRequest, SubmissionId, ToolCall, TurnOutcome};
+use reef_store::NewUsage;
+use tokio::sync::mpsc::UnboundedSender;
+
+impl Session {
+    /// Runs one turn for `input` and returns how it ended. Every step is emitted as an event
+    /// tagged with `submission`, ending with `TurnEnded`. Dropping the returned future cancels
+    /// the turn: in-flight model requests are abandoned and tool processes are killed.
+    pub async fn run_turn(
+        &mut self,
+        submission: SubmissionId,
+        input: String,
+        events: UnboundedSender<Event>,
+    ) -> TurnOutcome {
+        let emitter = Emitter {
+            tx: events,
+            id: submission,
+        };
+        self.turn = TurnState::default();
+        emitter.emit(EventMsg::TurnStarted {
+            session_id: self.id.clone(),
+        });
+        let budget = self.opts.max_wall;
+        let outcome = match tokio::time::timeout(budget, self.turn_inner(input, &emitter)).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(err)) => {
+                emitter.emit(EventMsg::Error {
+                    message: err.to_string(),
+                });
+                TurnOutcome::Failed {
+                    error: err.to_string(),
+                }
+            }
+            Err(_) => TurnOutcome::TimedOut {
+                limit_secs: budget.as_secs(),
+            },
+        };
+        self.end_turn(&emitter, outcome.clone());
+        outcome
+    }
+
+    /// Emits `TurnEnded` for `outcome` with the progress of the current turn.
+    pub(crate) fn end_turn(&self, emitter: &Emitter, outcome: TurnOutcome) {
+        emitter.emit(EventMsg::TurnEnded {
+            outcome,
+            rounds: self.turn.rounds,
+            usage: self.turn.usage,
+        });
+    }
+
+    async fn turn_inner(
+        &mut self,
+        input: String,
+        emitter: &Emitter,
+    ) -> Result<TurnOutcome, AgentError> {
+        self.persist(Message::user(input)).await?;
+        let max_rounds = self.opts.max_rounds;
+        while self.turn.rounds < max_rounds {
+            self.turn.rounds += 1;
+            let request = ModelRequest {
+                messages: self.context(),
+                tools: self.tools.specs(),
+                max_output_tokens: None,
+            };
+            let delta_sink = emitter.clone();
+            let on_delta = move |text: &str| {
+                delta_sink.emit(EventMsg::ModelDelta {
+                    text: text.to_owned(),
+                })
+            };
+            let response = self.model.complete(&request, &on_delta).await?;
+
+            self.turn.usage.add(&response.usage);
+            let provider = self.model.provider().to_owned();
+            self.store
+                .record_usage(
+                    &self.id,
+                    &NewUsage {
+                        provider: provider.clone(),
+                        model: response.model.clone(),
+                        usage: response.usage,
+                        round: self.turn.rounds,
+                    },
+                )
+                .await?;
+            emitter.emit(EventMsg::Usage {
+                provider,
+                model: response.model.clone(),
+                usage: response.usage,
+            });
+
+            let (text, calls) = self.resolve_calls(response.content, response.tool_calls, emitter);
+            self.persist(Message::Assistant {
+                content: text.clone(),
+                tool_calls: calls.clone(),
+            })
+            .await?;
+            if !text.is_empty() {
+                emitter.emit(EventMsg::AssistantMessage { text: text.clone() });
+            }
+            if calls.is_empty() {
+                return Ok(TurnOutcome::Completed { text });
+            }
+
+            let results = dispatch::run_calls(self, &calls, emitter).await;
+            for message in results {
+                self.persist(message).await?;
+            }
+        }
+        Ok(TurnOutcome::MaxRounds { limit: max_rounds })
+    }
+
+    /// Native tool calls win; without them, calls written as text (by models without native
+    /// tool calling) are recovered when they name a known tool.
+    fn resolve_calls(
+        &self,
+        content: String,
+        native: Vec<ToolCall>,
+        emitter: &Emitter,
+    ) -> (String, Vec<ToolCall>) {
+        if !native.is_empty() {
+            return (content, native);
+        }
+        let known = |name: &str| self.tools.get(name).is_some();
+        let (rest, calls) = parse_text_tool_calls(&content, &known);
+        if calls.is_empty() {
+            return (content, calls);
+        }
+        emitter.emit(EventMsg::Warning {
+            message: format!(
+                "the model wrote {} tool call(s) as text; reef parsed and ran them",
+                calls.len()
+            ),
+        });
+        (rest, calls)
+    }
+}
