@@ -1,1 +1,54 @@
-fn main() {}
+//! The `reef` binary: parses the command line, runs one command, maps the result to an exit code.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "reef-cli is the one crate that prints to the terminal"
+)]
+
+mod args;
+mod cmd;
+mod exit;
+mod home;
+mod render;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    init_tracing(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .worker_threads(2)
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("reef: cannot start the async runtime: {err}");
+            return ExitCode::from(exit::RUNTIME);
+        }
+    };
+    match runtime.block_on(cmd::dispatch(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            let code = exit::classify(&err);
+            eprintln!("reef: error: {err:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info,reef=debug",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("REEF_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,89 @@
+//! Shared by `run` and `chat`: opening a session and driving one turn with Ctrl-C handling.
+
+use crate::exit;
+use crate::home;
+use crate::render::Renderer;
+use anyhow::Context as _;
+use reef_agent::{AgentHandle, Session};
+use reef_config::Config;
+use reef_core::{EventMsg, Op, TurnOutcome};
+use reef_store::Store;
+
+/// Creates a new session in the current directory, or resumes `resume` (an id or prefix).
+pub async fn open(config: &Config, store: &Store, resume: Option<&str>) -> anyhow::Result<Session> {
+    let provider = config.provider()?;
+    let model = reef_agent::model_client(provider)?;
+    let tools = reef_agent::builtin_tools(config);
+    let workspace = std::env::current_dir().context("cannot read the current directory")?;
+    let opts = reef_agent::session_options(config, workspace);
+    let session = match resume {
+        Some(prefix) => {
+            let id = store.resolve_session(prefix).await?;
+            Session::resume(id, model, tools, store.clone(), opts).await?
+        }
+        None => Session::create(model, tools, store.clone(), opts).await?,
+    };
+    Ok(session)
+}
+
+/// Opens config and store for a session-running command.
+pub fn prepare(overrides: &[String]) -> anyhow::Result<(Config, Store)> {
+    let config = home::load_config(overrides)?;
+    let store = home::open_store(&config)?;
+    Ok((config, store))
+}
+
+/// Submits `text`, renders events until the turn ends and returns its outcome. The first Ctrl-C
+/// interrupts the turn; a second one exits at once.
+pub async fn drive_turn(
+    handle: &mut AgentHandle,
+    renderer: &mut Renderer,
+    text: String,
+) -> anyhow::Result<TurnOutcome> {
+    handle.submit(Op::UserInput { text });
+    let mut interrupted = false;
+    loop {
+        tokio::select! {
+            event = handle.next_event() => {
+                let Some(event) = event else {
+                    anyhow::bail!("the session ended unexpectedly");
+                };
+                renderer.event(&event);
+                if let EventMsg::TurnEnded { outcome, .. } = event.msg {
+                    return Ok(outcome);
+                }
+            }
+            _ = tokio::signal::ctrl_c() => {
+                if interrupted {
+                    std::process::exit(i32::from(exit::INTERRUPTED));
+                }
+                interrupted = true;
+                eprintln!("\n^C: interrupting the turn (press Ctrl-C again to quit now)");
+                handle.submit(Op::Interrupt);
+            }
+        }
+    }
+}
+
+/// The exit code for how a turn ended.
+pub fn outcome_code(outcome: &TurnOutcome) -> u8 {
+    match outcome {
+        TurnOutcome::Completed { .. } => exit::OK,
+        TurnOutcome::MaxRounds { .. } | TurnOutcome::TimedOut { .. } => exit::BUDGET,
+        TurnOutcome::Interrupted => exit::INTERRUPTED,
+        TurnOutcome::Failed { .. } => exit::MODEL,
+    }
+}
+
+/// Sends `Shutdown` and waits for the session loop to finish.
+pub async fn shutdown(mut handle: AgentHandle, renderer: &mut Renderer) -> Option<Session> {
+    handle.submit(Op::Shutdown);
+    while let Some(event) = handle.next_event().await {
+        let done = matches!(event.msg, EventMsg::ShutdownComplete);
+        renderer.event(&event);
+        if done {
+            break;
+        }
+    }
+    handle.join().await
+}

@@ -1,0 +1,98 @@
+//! `reef sessions list|show`: stored sessions and their transcripts.
+
+use crate::args::SessionsCommand;
+use crate::home;
+use crate::render::clip;
+use reef_core::Message;
+
+pub async fn sessions(overrides: &[String], command: SessionsCommand) -> anyhow::Result<u8> {
+    let config = home::load_config(overrides)?;
+    let store = home::open_store(&config)?;
+    match command {
+        SessionsCommand::List { json, limit } => {
+            let list = store.list_sessions(limit).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else if list.is_empty() {
+                println!("no sessions yet");
+            } else {
+                for s in list {
+                    println!(
+                        "{}  {}  {:>4} msgs  {:>7} tok  {}",
+                        s.id,
+                        s.updated_at,
+                        s.message_count,
+                        s.input_tokens + s.output_tokens,
+                        clip(s.title.as_deref().unwrap_or("(untitled)"), 60)
+                    );
+                }
+            }
+        }
+        SessionsCommand::Show { id, json } => {
+            let id = store.resolve_session(&id).await?;
+            let record = store
+                .get_session(&id)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("session {id} disappeared"))?;
+            let messages = store.messages(&id).await?;
+            let usage = store.usage(&id).await?;
+            if json {
+                let doc = serde_json::json!({
+                    "session": record,
+                    "messages": messages,
+                    "usage": usage,
+                });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+                return Ok(crate::exit::OK);
+            }
+            println!("session   {}", record.id);
+            println!(
+                "title     {}",
+                record.title.as_deref().unwrap_or("(untitled)")
+            );
+            println!("model     {} / {}", record.provider, record.model);
+            println!("workspace {}", record.workspace);
+            println!(
+                "created   {}  updated {}",
+                record.created_at, record.updated_at
+            );
+            for stored in messages {
+                println!();
+                match &stored.message {
+                    Message::System { content } => println!("## system\n{content}"),
+                    Message::User { content } => println!("## user\n{content}"),
+                    Message::Assistant {
+                        content,
+                        tool_calls,
+                    } => {
+                        println!("## assistant");
+                        if !content.is_empty() {
+                            println!("{content}");
+                        }
+                        for call in tool_calls {
+                            println!("→ {} [{}] {}", call.name, call.id, call.arguments);
+                        }
+                    }
+                    Message::Tool {
+                        call_id,
+                        name,
+                        content,
+                        is_error,
+                    } => {
+                        let tag = if *is_error { " (error)" } else { "" };
+                        println!("## tool {name} [{call_id}]{tag}\n{content}");
+                    }
+                }
+            }
+            let (input, output) = usage.iter().fold((0, 0), |(i, o), r| {
+                (i + r.usage.input_tokens, o + r.usage.output_tokens)
+            });
+            println!();
+            println!(
+                "usage: {} model request(s), {input} input + {output} output tokens",
+                usage.len()
+            );
+        }
+    }
+    Ok(crate::exit::OK)
+}

@@ -1,0 +1,116 @@
+//! `config show`, `sessions`, `doctor` and `chat`.
+
+use crate::{config_for, home_for, reef};
+use reef_test_support::{MockLlm, MockReply, TestHome};
+use serde_json::Value;
+
+#[test]
+fn config_show_reports_origins_and_masks_secrets() {
+    let mock = MockLlm::start_blocking(vec![]);
+    let home = home_for(&mock, "openai-chat", true);
+    let out = reef(&home)
+        .env("MOCK_API_KEY", "sk-super-secret-value")
+        .env("REEF_MODEL", "env-model")
+        .args(["-c", "agent.max_rounds=7", "config", "show", "--json"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(!text.contains("super-secret"), "secret leaked: {text}");
+    let entries: Vec<Value> = serde_json::from_str(&text).unwrap();
+    let find = |key: &str| entries.iter().find(|e| e["key"] == key).cloned().unwrap();
+    assert_eq!(find("providers.main.model")["value"], "\"env-model\"");
+    assert_eq!(
+        find("providers.main.model")["origin"]["source"],
+        "REEF_MODEL"
+    );
+    assert_eq!(find("agent.max_rounds")["origin"]["kind"], "cli");
+    assert_eq!(
+        find("providers.main.api_key")["origin"]["source"],
+        "MOCK_API_KEY"
+    );
+    assert_eq!(find("agent.max_wall_secs")["origin"]["kind"], "default");
+
+    let human = reef(&home)
+        .env("MOCK_API_KEY", "sk-super-secret-value")
+        .args(["config", "show"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&human.get_output().stdout).into_owned();
+    assert!(
+        text.contains("providers.main.base_url") && !text.contains("super-secret"),
+        "{text}"
+    );
+}
+
+#[test]
+fn sessions_list_is_empty_then_shows_runs() {
+    let mock = MockLlm::start_blocking(vec![MockReply::text("hello")]);
+    let home = home_for(&mock, "openai-chat", true);
+    reef(&home)
+        .args(["sessions", "list"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("no sessions yet"));
+    reef(&home).args(["run", "greet me"]).assert().success();
+    reef(&home)
+        .args(["sessions", "list"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("greet me"));
+    reef(&home)
+        .args(["sessions", "show", "ses_does_not_exist"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn doctor_checks_config_store_provider_and_isolation() {
+    let mock = MockLlm::start_blocking(vec![]);
+    let home = home_for(&mock, "openai-chat", true);
+    let out = reef(&home).args(["doctor", "--json"]).assert().success();
+    let checks: Vec<Value> = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["config", "store", "provider", "isolation"]);
+    assert_eq!(checks[2]["status"], "ok", "{}", checks[2]);
+
+    // An unreachable provider is a failure with a non-zero exit.
+    let home = TestHome::new();
+    home.write_config(
+        &config_for(&mock, "openai-chat", true).replace(&mock.base_url(), "http://127.0.0.1:9/v1"),
+    );
+    let out = reef(&home).args(["doctor"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("[FAIL] provider"), "{stdout}");
+}
+
+#[test]
+fn chat_runs_turns_and_slash_commands() {
+    let mock = MockLlm::start_blocking(vec![
+        MockReply::text("hi there"),
+        MockReply::text("still here"),
+    ]);
+    let home = home_for(&mock, "openai-chat", true);
+    let out = reef(&home)
+        .arg("chat")
+        .write_stdin("hello\n/cost\n/model\n/nonsense\nare you there?\n/quit\n")
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stdout.contains("hi there") && stdout.contains("still here"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("1 request(s)"), "/cost: {stderr}");
+    assert!(
+        stderr.contains("current: main (mock-model)"),
+        "/model: {stderr}"
+    );
+    assert!(stderr.contains("unknown command /nonsense"), "{stderr}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1].body.to_string().contains("hi there"),
+        "second turn carries the first"
+    );
+}
