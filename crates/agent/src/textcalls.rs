@@ -11,16 +11,26 @@ pub fn parse_text_tool_calls(
     is_known: &dyn Fn(&str) -> bool,
 ) -> (String, Vec<ToolCall>) {
     let mut spans: Vec<(usize, usize, Vec<ToolCall>)> = Vec::new();
+    let fences = fenced(text);
+    let json_fences = fences
+        .iter()
+        .filter(|f| f.is_json)
+        .map(|f| (f.start, f.end, f.inner));
     for (start, end, inner) in tagged(text, "<tool_call>", "</tool_call>")
         .into_iter()
-        .chain(fenced(text))
+        .chain(json_fences)
     {
         if let Some(calls) = calls_from_json(inner, is_known) {
             spans.push((start, end, calls));
         }
     }
     if spans.is_empty() {
+        // Code in a fence of another language is an example, not a call.
+        let in_fence = |at: usize| fences.iter().any(|f| f.start <= at && at < f.end);
         for (start, end) in bare_objects(text) {
+            if in_fence(start) {
+                continue;
+            }
             if let Some(calls) = calls_from_json(&text[start..end], is_known) {
                 spans.push((start, end, calls));
             }
@@ -63,8 +73,17 @@ fn tagged<'a>(text: &'a str, open: &str, close: &str) -> Vec<(usize, usize, &'a 
     out
 }
 
-/// Fenced code blocks (```json … ``` or ``` … ```).
-fn fenced(text: &str) -> Vec<(usize, usize, &str)> {
+/// A fenced code block: its span, its body, and whether it may hold JSON (no language, `json`
+/// or `tool_call`).
+struct Fence<'a> {
+    start: usize,
+    end: usize,
+    inner: &'a str,
+    is_json: bool,
+}
+
+/// Every fenced code block in `text`.
+fn fenced(text: &str) -> Vec<Fence<'_>> {
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(rel) = text[from..].find("```") {
@@ -79,9 +98,12 @@ fn fenced(text: &str) -> Vec<(usize, usize, &str)> {
             break;
         };
         let body_end = body_start + rel_end;
-        if lang.is_empty() || lang.eq_ignore_ascii_case("json") || lang == "tool_call" {
-            out.push((start, body_end + 3, &text[body_start..body_end]));
-        }
+        out.push(Fence {
+            start,
+            end: body_end + 3,
+            inner: &text[body_start..body_end],
+            is_json: lang.is_empty() || lang.eq_ignore_ascii_case("json") || lang == "tool_call",
+        });
         from = body_end + 3;
     }
     out

@@ -1,0 +1,72 @@
+//! Integration tests of the turn engine against the mock model, real tools and an in-memory store.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+mod budgets;
+mod interrupt;
+mod resume;
+
+use reef_agent::{Session, SessionOptions};
+use reef_core::{Event, EventMsg, WireApi};
+use reef_llm::ProviderSettings;
+use reef_sandbox::{Sandbox, SandboxPolicy};
+use reef_store::Store;
+use reef_test_support::MockLlm;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(crate) fn options(workspace: &Path) -> SessionOptions {
+    SessionOptions {
+        workspace: workspace.to_owned(),
+        max_rounds: 25,
+        max_wall: Duration::from_secs(600),
+        inline_output_chars: 2000,
+        system_prompt: None,
+    }
+}
+
+pub(crate) async fn session(mock: &MockLlm, store: &Store, opts: SessionOptions) -> Session {
+    let settings = ProviderSettings {
+        name: "mock".into(),
+        wire_api: WireApi::OpenaiChat,
+        base_url: mock.base_url(),
+        model: "mock-model".into(),
+        max_retries: 0,
+        ..ProviderSettings::default()
+    };
+    let model = reef_llm::build_client(settings).unwrap();
+    let tools = Arc::new(reef_tools::builtin_registry(
+        Arc::new(Sandbox::new(SandboxPolicy::default())),
+        reef_tools::BuiltinConfig::default(),
+    ));
+    Session::create(model, tools, store.clone(), opts)
+        .await
+        .unwrap()
+}
+
+/// Reads events until one matches `pred`, returning everything read.
+pub(crate) async fn until(
+    handle: &mut reef_agent::AgentHandle,
+    pred: impl Fn(&EventMsg) -> bool,
+) -> Vec<Event> {
+    let mut seen = Vec::new();
+    while let Some(event) = handle.next_event().await {
+        let done = pred(&event.msg);
+        seen.push(event);
+        if done {
+            return seen;
+        }
+    }
+    panic!("event stream ended before the expected event: {seen:?}");
+}
+
+/// Polls a condition a bounded number of times (for effects in other processes).
+pub(crate) async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..400 {
+        if cond() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    false
+}

@@ -1,0 +1,74 @@
+//! A `reef run` killed with SIGKILL mid-turn loses nothing already said, and the session resumes.
+
+use crate::{home_for, last_session, reef};
+use reef_test_support::{MockLlm, MockReply};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+#[test]
+fn sigkill_mid_turn_keeps_the_transcript_and_the_session_resumes() {
+    let mock = MockLlm::start_blocking(vec![
+        MockReply::tool_call(
+            "shell",
+            json!({"command": "echo $$ > started.pid; exec sleep 60", "timeout_secs": 120}),
+        ),
+        MockReply::text("picking up where we left off"),
+    ]);
+    let home = home_for(&mock, "openai-chat", true);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_reef"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("REEF_HOME", home.reef_home())
+        .current_dir(home.workspace())
+        .args(["run", "start a long job"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = home.workspace().join("started.pid");
+    let mut started = false;
+    for _ in 0..400 {
+        if std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n')) {
+            started = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(started, "the tool never started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The tool's process group outlives a SIGKILLed reef (no parent-death kill yet): clean up.
+    let tool_pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &tool_pid])
+        .status();
+
+    let id = last_session(&home);
+    let out = reef(&home)
+        .args(["sessions", "show", &id, "--json"])
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let messages = doc["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.len(),
+        2,
+        "user message and the tool call survived: {doc}"
+    );
+    assert_eq!(messages[0]["message"]["content"], "start a long job");
+    assert_eq!(messages[1]["message"]["tool_calls"][0]["name"], "shell");
+    assert_eq!(doc["usage"].as_array().unwrap().len(), 1);
+
+    reef(&home)
+        .args(["run", "--session", &id, "continue"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("picking up where we left off"));
+    let resumed = &mock.requests()[1];
+    assert_eq!(resumed.tool_results().len(), 1);
+    assert!(resumed.tool_results()[0].contains("interrupted"));
+}
