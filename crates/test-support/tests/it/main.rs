@@ -1,5 +1,6 @@
 //! Integration tests of the mock LLM server, spoken to over raw HTTP/1.1.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
+mod dependency_direction;
 mod raw;
 mod server;
