@@ -23,12 +23,13 @@ pub async fn chat(overrides: &[String], args: ChatArgs) -> anyhow::Result<u8> {
     let mut current = session::open(&config, &store, args.session.as_deref()).await?;
     let mut renderer = Renderer::new(Mode::Human);
     announce(&current);
+    let mut sigint = session::interrupts()?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     loop {
         prompt();
         let line = tokio::select! {
             line = lines.next_line() => line?,
-            _ = tokio::signal::ctrl_c() => {
+            _ = sigint.recv() => {
                 eprintln!();
                 return Ok(exit::OK);
             }
@@ -58,7 +59,8 @@ pub async fn chat(overrides: &[String], args: ChatArgs) -> anyhow::Result<u8> {
             continue;
         }
         let mut handle = reef_agent::spawn(current);
-        let result = session::drive_turn(&mut handle, &mut renderer, line.to_owned()).await;
+        let result =
+            session::drive_turn(&mut handle, &mut renderer, &mut sigint, line.to_owned()).await;
         let Some(back) = session::shutdown(handle, &mut renderer).await else {
             anyhow::bail!("the session task failed");
         };

@@ -18,8 +18,9 @@ pub async fn run(overrides: &[String], args: RunArgs) -> anyhow::Result<u8> {
     if mode == Mode::Human {
         eprintln!("[session {}]", session.id());
     }
+    let mut sigint = session::interrupts()?;
     let mut handle = reef_agent::spawn(session);
-    let outcome = session::drive_turn(&mut handle, &mut renderer, prompt).await?;
+    let outcome = session::drive_turn(&mut handle, &mut renderer, &mut sigint, prompt).await?;
     session::shutdown(handle, &mut renderer).await;
     Ok(session::outcome_code(&outcome))
 }

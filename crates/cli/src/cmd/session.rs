@@ -8,6 +8,7 @@ use reef_agent::{AgentHandle, Session};
 use reef_config::Config;
 use reef_core::{EventMsg, Op, TurnOutcome};
 use reef_store::Store;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// Creates a new session in the current directory, or resumes `resume` (an id or prefix).
 pub async fn open(config: &Config, store: &Store, resume: Option<&str>) -> anyhow::Result<Session> {
@@ -33,11 +34,17 @@ pub fn prepare(overrides: &[String]) -> anyhow::Result<(Config, Store)> {
     Ok((config, store))
 }
 
+/// The SIGINT stream of a command, created once so that no Ctrl-C falls between two listeners.
+pub fn interrupts() -> anyhow::Result<Signal> {
+    signal(SignalKind::interrupt()).context("cannot listen for Ctrl-C")
+}
+
 /// Submits `text`, renders events until the turn ends and returns its outcome. The first Ctrl-C
 /// interrupts the turn; a second one exits at once.
 pub async fn drive_turn(
     handle: &mut AgentHandle,
     renderer: &mut Renderer,
+    sigint: &mut Signal,
     text: String,
 ) -> anyhow::Result<TurnOutcome> {
     handle.submit(Op::UserInput { text });
@@ -53,7 +60,7 @@ pub async fn drive_turn(
                     return Ok(outcome);
                 }
             }
-            _ = tokio::signal::ctrl_c() => {
+            _ = sigint.recv() => {
                 if interrupted {
                     std::process::exit(i32::from(exit::INTERRUPTED));
                 }

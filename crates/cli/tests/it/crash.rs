@@ -72,3 +72,69 @@ fn sigkill_mid_turn_keeps_the_transcript_and_the_session_resumes() {
     assert_eq!(resumed.tool_results().len(), 1);
     assert!(resumed.tool_results()[0].contains("interrupted"));
 }
+
+#[test]
+fn ctrl_c_interrupts_the_turn_kills_the_tool_and_exits_130() {
+    let mock = MockLlm::start_blocking(vec![MockReply::tool_call(
+        "shell",
+        json!({"command": "sleep 60 & echo $! > sleeper.pid; wait", "timeout_secs": 120}),
+    )]);
+    let home = home_for(&mock, "anthropic", true);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_reef"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("REEF_HOME", home.reef_home())
+        .current_dir(home.workspace())
+        .args(["run", "sleep a while"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = home.workspace().join("sleeper.pid");
+    let mut started = false;
+    for _ in 0..400 {
+        if std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n')) {
+            started = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(started, "the tool never started");
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("interrupted"), "{stderr}");
+
+    let sleeper = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let mut gone = false;
+    for _ in 0..400 {
+        let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat"));
+        if stat.map(|s| s.contains(") Z ")).unwrap_or(true) {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(gone, "the tool's process {sleeper} outlived the interrupt");
+    let id = last_session(&home);
+    let out = reef(&home)
+        .args(["sessions", "show", &id, "--json"])
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(doc["messages"].as_array().unwrap().len(), 2, "{doc}");
+}
