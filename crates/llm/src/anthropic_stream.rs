@@ -1,7 +1,7 @@
 //! Anthropic Messages streaming: assembles a reply from `message_start`, `content_block_*`,
 //! `message_delta` and `message_stop` events, accumulating tool input per content block.
 
-use crate::anthropic::{input_arguments, input_usage, stop_reason};
+use crate::anthropic::{input_arguments, stop_reason};
 use crate::http::Transport;
 use crate::retry::truncate;
 use crate::wire::{str_at, tool_call, u64_at};
@@ -24,6 +24,8 @@ pub(crate) struct StreamState {
     usage: Usage,
     stop: Option<String>,
     model: Option<String>,
+    /// The latest `input_tokens`, `cache_read_input_tokens`, `cache_creation_input_tokens`.
+    input_parts: [u64; 3],
 }
 
 impl StreamState {
@@ -48,8 +50,7 @@ impl StreamState {
                     self.model = Some(model.to_owned());
                 }
                 if let Some(u) = v.pointer("/message/usage") {
-                    input_usage(u, &mut self.usage);
-                    self.usage.output_tokens = u64_at(u, "/output_tokens");
+                    self.merge_usage(u);
                 }
             }
             "content_block_start" => {
@@ -91,16 +92,18 @@ impl StreamState {
                     self.stop = Some(reason.to_owned());
                 }
                 if let Some(u) = v.get("usage") {
-                    if u.get("input_tokens").is_some_and(Value::is_u64) {
-                        input_usage(u, &mut self.usage);
-                    }
-                    self.usage.output_tokens = u64_at(u, "/output_tokens");
+                    self.merge_usage(u);
                 }
             }
             "message_stop" => return Ok(true),
             "error" => {
                 let kind = match str_at(&v, "/error/type") {
                     Some("rate_limit_error") => ModelErrorKind::RateLimited,
+                    Some("invalid_request_error" | "request_too_large") => {
+                        ModelErrorKind::BadRequest
+                    }
+                    Some("authentication_error" | "permission_error") => ModelErrorKind::Auth,
+                    Some("not_found_error") => ModelErrorKind::NotFound,
                     _ => ModelErrorKind::Server,
                 };
                 let message = str_at(&v, "/error/message").unwrap_or("unknown error");
@@ -109,6 +112,29 @@ impl StreamState {
             _ => {}
         }
         Ok(false)
+    }
+
+    /// `message_delta` usage is cumulative but may repeat only some counters (often just
+    /// `output_tokens`): each counter present replaces the one from `message_start`, the
+    /// others are kept.
+    fn merge_usage(&mut self, u: &Value) {
+        let field = |name: &str| u.get(name).and_then(Value::as_u64);
+        let input = field("input_tokens");
+        let read = field("cache_read_input_tokens");
+        let created = field("cache_creation_input_tokens");
+        if input.is_some() || read.is_some() || created.is_some() {
+            self.input_parts = [
+                input.unwrap_or(self.input_parts[0]),
+                read.unwrap_or(self.input_parts[1]),
+                created.unwrap_or(self.input_parts[2]),
+            ];
+            let [input, read, created] = self.input_parts;
+            self.usage.input_tokens = input + read + created;
+            self.usage.cached_input_tokens = read;
+        }
+        if let Some(output) = field("output_tokens") {
+            self.usage.output_tokens = output;
+        }
     }
 
     fn text(&mut self, text: &str, on_delta: &(dyn Fn(&str) + Send + Sync)) {

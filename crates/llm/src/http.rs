@@ -15,6 +15,10 @@ use std::time::Duration;
 
 /// Limit for establishing a TCP/TLS connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bytes of an error response's body kept for the error message (an excerpt is shown).
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+/// Longest wait for each chunk of an error response's body.
+const ERROR_BODY_WAIT: Duration = Duration::from_secs(10);
 
 /// A `reqwest::Client` using rustls with the ring provider and the system's root certificates
 /// (via rustls-native-certs, which honours `SSL_CERT_FILE` / `SSL_CERT_DIR`). `timeout`, when
@@ -134,7 +138,11 @@ impl Transport {
 
     /// A transport-level reqwest failure as a `ModelError`.
     pub fn reqwest_error(&self, err: &reqwest::Error) -> ModelError {
-        let kind = if err.is_timeout() {
+        let kind = if err.is_builder() {
+            // The request itself could not be built (e.g. an API key with a newline in it):
+            // sending it again cannot help.
+            ModelErrorKind::BadRequest
+        } else if err.is_timeout() {
             ModelErrorKind::Timeout
         } else if err.is_decode() {
             ModelErrorKind::Malformed
@@ -176,7 +184,7 @@ impl Transport {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let body = response.text().await.unwrap_or_default();
+        let body = read_error_body(response).await;
         let mut err = self
             .error(classify_status(status, &body), error_excerpt(&body))
             .with_status(status);
@@ -264,6 +272,22 @@ impl Transport {
             }
         }
     }
+}
+
+/// The first `ERROR_BODY_LIMIT` bytes of an error response, as lossy UTF-8: only an excerpt
+/// is kept, so a huge or never-ending error body is neither buffered whole nor waited for.
+/// A body that fails mid-way yields what arrived before the failure.
+async fn read_error_body(response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while body.len() < ERROR_BODY_LIMIT {
+        match tokio::time::timeout(ERROR_BODY_WAIT, stream.next()).await {
+            Ok(Some(Ok(chunk))) => body.extend_from_slice(&chunk),
+            Ok(Some(Err(_)) | None) | Err(_) => break,
+        }
+    }
+    body.truncate(ERROR_BODY_LIMIT);
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 /// Whether a response is an event stream (servers may ignore `stream: true` and send JSON).

@@ -7,6 +7,7 @@ mod client;
 mod error;
 mod http;
 mod openai;
+mod openai_stream;
 mod retry;
 mod settings;
 pub mod sse;

@@ -3,6 +3,7 @@
 
 use crate::error::LlmError;
 use crate::http::{Transport, is_event_stream};
+use crate::openai_stream::StreamState;
 use crate::retry::with_retries;
 use crate::settings::ProviderSettings;
 use crate::wire::{str_at, tool_call, u64_at};
@@ -13,7 +14,6 @@ use reef_core::{
     Usage,
 };
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 const PATH: &str = "/chat/completions";
 
@@ -139,7 +139,7 @@ fn message_json(message: &Message) -> Value {
     }
 }
 
-fn stop_reason(finish: Option<&str>, has_calls: bool) -> StopReason {
+pub(crate) fn stop_reason(finish: Option<&str>, has_calls: bool) -> StopReason {
     match finish {
         Some("stop") => StopReason::EndTurn,
         Some("tool_calls" | "function_call") => StopReason::ToolUse,
@@ -150,7 +150,7 @@ fn stop_reason(finish: Option<&str>, has_calls: bool) -> StopReason {
     }
 }
 
-fn usage(v: &Value) -> Usage {
+pub(crate) fn usage(v: &Value) -> Usage {
     Usage {
         input_tokens: u64_at(v, "/prompt_tokens"),
         output_tokens: u64_at(v, "/completion_tokens"),
@@ -220,112 +220,10 @@ pub(crate) fn parse_response(reply: &Value, fallback_model: &str) -> Result<Mode
     })
 }
 
-#[derive(Debug, Default)]
-struct PartialCall {
-    id: String,
-    name: String,
-    arguments: String,
-}
-
-/// What a stream has delivered so far.
-#[derive(Debug, Default)]
-struct StreamState {
-    content: String,
-    calls: BTreeMap<u64, PartialCall>,
-    usage: Option<Usage>,
-    finish: Option<String>,
-    model: Option<String>,
-}
-
-impl StreamState {
-    /// Handles one `data:` payload; returns true at `[DONE]`.
-    fn on_data(
-        &mut self,
-        t: &Transport,
-        data: &str,
-        on_delta: &OnDelta<'_>,
-    ) -> Result<bool, ModelError> {
-        let data = data.trim();
-        if data == "[DONE]" {
-            return Ok(true);
-        }
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
-            t.error(
-                ModelErrorKind::Malformed,
-                format!(
-                    "invalid stream chunk ({e}): {}",
-                    crate::retry::truncate(data, 200)
-                ),
-            )
-        })?;
-        if let Some(err) = chunk.get("error") {
-            let message = str_at(err, "/message").map_or_else(|| err.to_string(), str::to_owned);
-            return Err(t.error(
-                ModelErrorKind::Server,
-                format!("error in stream: {message}"),
-            ));
-        }
-        if let Some(model) = str_at(&chunk, "/model").filter(|m| !m.is_empty()) {
-            self.model = Some(model.to_owned());
-        }
-        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage = Some(usage(u));
-        }
-        let choices = chunk.get("choices").and_then(Value::as_array);
-        for choice in choices.into_iter().flatten() {
-            if let Some(text) = str_at(choice, "/delta/content").filter(|s| !s.is_empty()) {
-                self.content.push_str(text);
-                on_delta(text);
-            }
-            let deltas = choice
-                .pointer("/delta/tool_calls")
-                .and_then(Value::as_array);
-            for (position, delta) in deltas.into_iter().flatten().enumerate() {
-                let index = delta
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(position as u64);
-                let call = self.calls.entry(index).or_default();
-                if let Some(id) = str_at(delta, "/id").filter(|s| !s.is_empty()) {
-                    call.id = id.to_owned();
-                }
-                if let Some(name) = str_at(delta, "/function/name")
-                    && call.name.is_empty()
-                {
-                    call.name = name.to_owned();
-                }
-                if let Some(args) = str_at(delta, "/function/arguments") {
-                    call.arguments.push_str(args);
-                }
-            }
-            if let Some(finish) = str_at(choice, "/finish_reason") {
-                self.finish = Some(finish.to_owned());
-            }
-        }
-        Ok(false)
-    }
-
-    fn finish(self, fallback_model: &str) -> ModelResponse {
-        let tool_calls: Vec<_> = self
-            .calls
-            .into_values()
-            .map(|c| tool_call(&c.id, &c.name, c.arguments))
-            .collect();
-        ModelResponse {
-            content: self.content,
-            stop_reason: stop_reason(self.finish.as_deref(), !tool_calls.is_empty()),
-            tool_calls,
-            usage: self.usage.unwrap_or_default(),
-            model: self.model.unwrap_or_else(|| fallback_model.to_owned()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use reef_core::{ToolCall, ToolCallId, ToolSpec};
-    use std::sync::Mutex;
 
     #[test]
     fn request_maps_messages_tools_and_stream_options() {
@@ -366,33 +264,5 @@ mod tests {
         );
         assert_eq!(body["messages"][3]["tool_call_id"], "c1");
         assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");
-    }
-
-    #[test]
-    fn stream_state_accumulates_fragments_per_index() {
-        let t = Transport::new(ProviderSettings::default()).unwrap();
-        let seen = Mutex::new(Vec::new());
-        let on_delta = |d: &str| seen.lock().unwrap().push(d.to_owned());
-        let mut s = StreamState::default();
-        let chunks = [
-            r#"{"model":"m1","choices":[{"index":0,"delta":{"content":"Hi"}}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"two","arguments":""}}]}}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"one","arguments":"{\"x\""}}]}}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}}]}"#,
-            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":null}"#,
-            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#,
-        ];
-        for c in chunks {
-            assert!(!s.on_data(&t, c, &on_delta).unwrap());
-        }
-        assert!(s.on_data(&t, "[DONE]", &on_delta).unwrap());
-        let r = s.finish("fallback");
-        assert_eq!(seen.lock().unwrap().as_slice(), ["Hi"]);
-        assert_eq!(r.model, "m1");
-        assert_eq!(r.tool_calls[0].arguments, r#"{"x":1}"#);
-        assert_eq!(r.tool_calls[1].name, "two");
-        assert_eq!(r.tool_calls[1].arguments, "{}");
-        assert_eq!(r.stop_reason, StopReason::ToolUse);
-        assert_eq!(r.usage.input_tokens, 5);
     }
 }

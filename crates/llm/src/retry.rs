@@ -68,9 +68,16 @@ fn jitter() -> f64 {
     (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// `Retry-After` in its seconds form; the HTTP-date form is not supported (ignored).
+/// `Retry-After` in its seconds form, rounded up when a provider sends a fraction (`0.5`);
+/// the HTTP-date form is not supported (ignored, so the computed backoff applies).
 pub fn parse_retry_after(value: &str) -> Option<u64> {
-    value.trim().parse().ok()
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(secs);
+    }
+    let secs: f64 = value.parse().ok()?;
+    // `as` saturates; the wait is capped at MAX_RETRY_AFTER anyway.
+    (secs.is_finite() && secs >= 0.0).then(|| secs.ceil() as u64)
 }
 
 /// The error class of a non-success HTTP status, given the response body.
@@ -162,6 +169,9 @@ mod tests {
         let long = err(ModelErrorKind::RateLimited, Some(3600));
         assert_eq!(retry_delay(base, 0, &long, 0.5), MAX_RETRY_AFTER);
         assert_eq!(parse_retry_after(" 12 "), Some(12));
+        assert_eq!(parse_retry_after("0.2"), Some(1));
+        assert_eq!(parse_retry_after("-1"), None);
+        assert_eq!(parse_retry_after("NaN"), None);
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
     }
 

@@ -6,3 +6,4 @@ mod errors;
 mod reachable;
 mod replies;
 mod tools;
+mod wire;
