@@ -3,6 +3,7 @@
 
 use reef_core::{ToolContext, ToolError};
 use std::path::{Component, Path, PathBuf};
+use tokio::io::AsyncReadExt;
 
 /// A path proven to lie inside the workspace.
 #[derive(Clone, Debug)]
@@ -99,4 +100,62 @@ fn normalize(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// Reads a regular workspace file of at most `max_bytes` bytes. FIFOs, sockets and devices
+/// are refused (opening a FIFO would block forever), and the read itself stops after
+/// `max_bytes + 1` bytes, so a file growing after the size check cannot exhaust memory.
+pub(crate) async fn read_regular(
+    path: &ResolvedPath,
+    max_bytes: usize,
+) -> Result<Vec<u8>, ToolError> {
+    let shown = &path.display;
+    let cannot = |err: std::io::Error| ToolError::Failed(format!("cannot read {shown}: {err}"));
+    let meta = tokio::fs::metadata(&path.abs).await.map_err(cannot)?;
+    if meta.is_dir() {
+        return Err(ToolError::Failed(format!(
+            "{shown} is a directory; use list_dir to see its contents"
+        )));
+    }
+    if !meta.is_file() {
+        return Err(not_regular(shown));
+    }
+    let too_big = |len: u64| {
+        ToolError::Failed(format!(
+            "{shown} is {len} bytes, over the {max_bytes}-byte read limit; use search_files to \
+             find the relevant lines or shell (e.g. `sed -n '100,200p' {shown}`) to read part of it"
+        ))
+    };
+    if meta.len() > max_bytes as u64 {
+        return Err(too_big(meta.len()));
+    }
+    let file = tokio::fs::File::open(&path.abs).await.map_err(cannot)?;
+    let mut bytes = Vec::new();
+    let limit = u64::try_from(max_bytes)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(cannot)?;
+    if bytes.len() > max_bytes {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// Refuses an existing path that is neither a regular file nor a directory (a FIFO, socket
+/// or device), which a write would block on or misuse.
+pub(crate) fn ensure_not_special(path: &ResolvedPath) -> Result<(), ToolError> {
+    match std::fs::metadata(&path.abs) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => Err(not_regular(&path.display)),
+        _ => Ok(()),
+    }
+}
+
+fn not_regular(shown: &str) -> ToolError {
+    ToolError::Failed(format!(
+        "{shown} is not a regular file (a FIFO, socket or device); file tools only handle \
+         regular files"
+    ))
 }

@@ -1,7 +1,8 @@
 //! `edit_file`: exact-string replacement in a workspace file.
 
 use crate::args::parse_args;
-use crate::paths::resolve;
+use crate::builtin::BuiltinConfig;
+use crate::paths::{read_regular, resolve};
 use async_trait::async_trait;
 use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
 use serde::Deserialize;
@@ -17,7 +18,17 @@ struct Args {
     replace_all: bool,
 }
 
-pub(crate) struct EditFileTool;
+pub(crate) struct EditFileTool {
+    max_bytes: usize,
+}
+
+impl EditFileTool {
+    pub(crate) fn new(config: &BuiltinConfig) -> Self {
+        Self {
+            max_bytes: config.max_read_bytes,
+        }
+    }
+}
 
 #[async_trait]
 impl Tool for EditFileTool {
@@ -56,9 +67,12 @@ impl Tool for EditFileTool {
         }
         let path = resolve(ctx, &args.path)?;
         let shown = &path.display;
-        let text = tokio::fs::read_to_string(&path.abs)
-            .await
-            .map_err(|err| ToolError::Failed(format!("cannot read {shown}: {err}")))?;
+        let bytes = read_regular(&path, self.max_bytes).await?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            ToolError::Failed(format!(
+                "{shown} is not valid UTF-8 text; it cannot be edited"
+            ))
+        })?;
         let count = text.matches(args.old_string.as_str()).count();
         if count == 0 {
             return Err(ToolError::Failed(format!(

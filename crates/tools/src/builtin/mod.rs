@@ -26,7 +26,7 @@ pub struct BuiltinConfig {
     pub http_timeout_secs: u64,
     /// `http_fetch` response bodies are cut after this many bytes.
     pub http_max_bytes: usize,
-    /// `read_file` refuses files larger than this.
+    /// `read_file` and `edit_file` refuse files larger than this.
     pub max_read_bytes: usize,
 }
 
@@ -50,7 +50,7 @@ pub fn builtin_registry(sandbox: Arc<Sandbox>, config: BuiltinConfig) -> ToolReg
     registry.register(Arc::new(shell::ShellTool::new(sandbox, &config)));
     registry.register(Arc::new(read_file::ReadFileTool::new(&config)));
     registry.register(Arc::new(write_file::WriteFileTool));
-    registry.register(Arc::new(edit_file::EditFileTool));
+    registry.register(Arc::new(edit_file::EditFileTool::new(&config)));
     registry.register(Arc::new(list_dir::ListDirTool));
     registry.register(Arc::new(search_files::SearchFilesTool));
     registry.register(Arc::new(http_fetch::HttpFetchTool::new(&config)));

@@ -2,7 +2,7 @@
 
 use crate::args::parse_args;
 use crate::builtin::BuiltinConfig;
-use crate::paths::resolve;
+use crate::paths::{read_regular, resolve};
 use crate::text::looks_binary;
 use async_trait::async_trait;
 use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
@@ -59,25 +59,7 @@ impl Tool for ReadFileTool {
         let args: Args = parse_args(args)?;
         let path = resolve(ctx, &args.path)?;
         let shown = &path.display;
-        let meta = tokio::fs::metadata(&path.abs)
-            .await
-            .map_err(|err| ToolError::Failed(format!("cannot read {shown}: {err}")))?;
-        if meta.is_dir() {
-            return Err(ToolError::Failed(format!(
-                "{shown} is a directory; use list_dir to see its contents"
-            )));
-        }
-        if meta.len() > self.max_bytes as u64 {
-            return Err(ToolError::Failed(format!(
-                "{shown} is {} bytes, over the {}-byte read limit; use search_files to find the \
-                 relevant lines or shell (e.g. `sed -n '100,200p' {shown}`) to read part of it",
-                meta.len(),
-                self.max_bytes
-            )));
-        }
-        let bytes = tokio::fs::read(&path.abs)
-            .await
-            .map_err(|err| ToolError::Failed(format!("cannot read {shown}: {err}")))?;
+        let bytes = read_regular(&path, self.max_bytes).await?;
         if looks_binary(&bytes) {
             return Err(ToolError::Failed(format!(
                 "{shown} looks like a binary file (it contains NUL bytes); it is not shown"

@@ -1,7 +1,7 @@
 //! `write_file`: creates or overwrites a file in the workspace, creating parent directories.
 
 use crate::args::parse_args;
-use crate::paths::resolve;
+use crate::paths::{ensure_not_special, resolve};
 use async_trait::async_trait;
 use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
 use serde::Deserialize;
@@ -46,6 +46,7 @@ impl Tool for WriteFileTool {
                 "{shown} is a directory; give a file path"
             )));
         }
+        ensure_not_special(&path)?;
         if let Some(parent) = path.abs.parent() {
             tokio::fs::create_dir_all(parent).await.map_err(|err| {
                 ToolError::Failed(format!("cannot create the directory for {shown}: {err}"))

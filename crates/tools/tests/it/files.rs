@@ -176,3 +176,51 @@ async fn edit_rejects_empty_old_string() {
     );
     assert!(msg.contains("old_string"), "{msg}");
 }
+
+fn mkfifo(env: &crate::support::Env, rel: &str) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(env.root().join(rel))
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn file_tools_refuse_a_fifo_instead_of_hanging() {
+    // A model can create a FIFO with the shell tool; opening it would block forever.
+    let env = env();
+    mkfifo(&env, "pipe");
+    let calls = [
+        ("read_file", json!({"path": "pipe"})),
+        (
+            "edit_file",
+            json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+        ),
+        ("write_file", json!({"path": "pipe", "content": "x"})),
+    ];
+    for (tool, args) in calls {
+        let res = tokio::time::timeout(std::time::Duration::from_secs(5), env.call(tool, args))
+            .await
+            .unwrap_or_else(|_| panic!("{tool} hung on a FIFO"));
+        let msg = failed(res);
+        assert!(msg.contains("not a regular file"), "{tool}: {msg}");
+    }
+}
+
+#[tokio::test]
+async fn edit_refuses_files_over_the_read_limit() {
+    let env = env_with(BuiltinConfig {
+        max_read_bytes: 100,
+        ..BuiltinConfig::default()
+    });
+    env.write("big.txt", &"a".repeat(500));
+    let msg = failed(
+        env.call(
+            "edit_file",
+            json!({"path": "big.txt", "old_string": "a", "new_string": "b", "replace_all": true}),
+        )
+        .await,
+    );
+    assert!(msg.contains("over the 100-byte"), "{msg}");
+    assert_eq!(env.read("big.txt"), "a".repeat(500));
+}
