@@ -38,6 +38,14 @@ pub enum StoreError {
     /// A query failed; usually transient (busy, disk full) — retry or free disk space.
     #[error("store query failed: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A query on the database file at `path` failed; usually transient (busy, disk full) —
+    /// retry or free disk space.
+    #[error("store query on {} failed: {source}", path.display())]
+    Query {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
     /// The named thing does not exist; check the id (`reef sessions` lists them).
     #[error("not found: {0}")]
     NotFound(String),

@@ -89,9 +89,22 @@ impl Store {
     /// The number of migrations applied to the database.
     pub fn schema_version(&self) -> Result<u32, StoreError> {
         let db = self.lock();
-        let version: i64 = db.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let version: i64 = db
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.query_error(e))?;
         u32::try_from(version)
             .map_err(|_| StoreError::Corrupt(format!("schema version {version} is out of range")))
+    }
+
+    /// A query error naming the database (`:memory:` for an in-memory store).
+    fn query_error(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Query {
+            path: self
+                .path()
+                .map_or_else(|| PathBuf::from(":memory:"), Path::to_path_buf),
+            source,
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Db> {
@@ -107,11 +120,15 @@ impl Store {
         F: FnOnce(&mut Db) -> Result<T, StoreError> + Send + 'static,
     {
         let store = self.clone();
-        tokio::task::spawn_blocking(move || {
+        let result = tokio::task::spawn_blocking(move || {
             let mut db = store.lock();
             f(&mut db)
         })
-        .await?
+        .await?;
+        result.map_err(|err| match err {
+            StoreError::Sqlite(source) => self.query_error(source),
+            other => other,
+        })
     }
 }
 

@@ -85,3 +85,25 @@ async fn dropping_the_future_kills_the_process_group() {
         "grandchild {sleep_pid} survived cancellation"
     );
 }
+
+#[tokio::test]
+async fn a_grandchild_that_left_the_group_cannot_hold_the_pipes_open() {
+    // `setsid` puts the grandchild outside the process group, so the group kill misses it,
+    // and it keeps stdout/stderr open: the run must still return promptly.
+    let dir = tempfile::tempdir().unwrap();
+    for (command, timeout) in [
+        ("setsid sleep 8 & echo done", Duration::from_secs(30)),
+        ("setsid sleep 8 & sleep 30", Duration::from_millis(300)),
+    ] {
+        let req = ExecRequest::shell(command, dir.path().to_path_buf(), timeout);
+        let started = std::time::Instant::now();
+        let out = tokio::time::timeout(Duration::from_secs(10), sandbox().run(req))
+            .await
+            .expect("run hung on pipes held by a process outside the group")
+            .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5), "{command}");
+        if !out.timed_out {
+            assert_eq!(out.stdout, "done\n");
+        }
+    }
+}

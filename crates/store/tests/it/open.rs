@@ -118,3 +118,18 @@ fn newer_schema_is_a_migration_error() {
     let err = Store::open(&path).unwrap_err();
     assert!(matches!(err, StoreError::Migration { .. }), "{err:?}");
 }
+
+#[tokio::test]
+async fn query_errors_name_the_database_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("named.db");
+    let store = Store::open(&path).unwrap();
+    store.create_session(new_session("ses_dup")).await.unwrap();
+    let err = store
+        .create_session(new_session("ses_dup"))
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("named.db"), "{text}");
+    assert!(text.contains("UNIQUE"), "{text}");
+}
