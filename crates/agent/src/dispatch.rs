@@ -153,23 +153,16 @@ async fn save_large_output(
     call: &ToolCall,
     output: &ToolOutput,
 ) -> std::io::Result<String> {
-    let safe_id: String = call
-        .id
-        .as_str()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    // Every component comes from outside (the model names tools and ids): keep it a plain name.
     let rel: PathBuf = [
-        ".reef",
-        "tool-outputs",
-        session,
-        &format!("{}-{safe_id}.txt", call.name),
+        ".reef".to_owned(),
+        "tool-outputs".to_owned(),
+        file_name_part(session),
+        format!(
+            "{}-{}.txt",
+            file_name_part(&call.name),
+            file_name_part(call.id.as_str())
+        ),
     ]
     .iter()
     .collect();
@@ -179,6 +172,26 @@ async fn save_large_output(
     }
     tokio::fs::write(&path, output.content.as_bytes()).await?;
     Ok(rel.display().to_string())
+}
+
+/// `text` reduced to `[A-Za-z0-9_-]`, at most 64 characters, never empty.
+fn file_name_part(text: &str) -> String {
+    let part: String = text
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if part.is_empty() {
+        "_".to_owned()
+    } else {
+        part
+    }
 }
 
 fn preview(content: &str, rel: &str) -> String {

@@ -4,7 +4,9 @@ use crate::dispatch;
 use crate::error::AgentError;
 use crate::session::{Emitter, Session, TurnState};
 use crate::textcalls::parse_text_tool_calls;
-use reef_core::{Event, EventMsg, Message, ModelRequest, SubmissionId, ToolCall, TurnOutcome};
+use reef_core::{
+    Event, EventMsg, Message, ModelRequest, StreamEvent, SubmissionId, ToolCall, TurnOutcome,
+};
 use reef_store::NewUsage;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -69,12 +71,16 @@ impl Session {
                 max_output_tokens: None,
             };
             let delta_sink = emitter.clone();
-            let on_delta = move |text: &str| {
-                delta_sink.emit(EventMsg::ModelDelta {
+            let on_event = move |event: StreamEvent<'_>| match event {
+                StreamEvent::Text(text) => delta_sink.emit(EventMsg::ModelDelta {
                     text: text.to_owned(),
-                })
+                }),
+                StreamEvent::Retrying { attempt, error } => delta_sink.emit(EventMsg::ModelRetry {
+                    attempt,
+                    error: error.to_string(),
+                }),
             };
-            let response = self.model.complete(&request, &on_delta).await?;
+            let response = self.model.complete(&request, &on_event).await?;
 
             self.turn.usage.add(&response.usage);
             let provider = self.model.provider().to_owned();

@@ -82,6 +82,13 @@ impl Renderer {
                     .unwrap_or_default();
                 eprintln!("  {mark} {}{more}", clip(first, 160));
             }
+            EventMsg::ModelRetry { attempt, error } => {
+                self.close_line();
+                self.streamed = false;
+                eprintln!(
+                    "warning: {error}; retrying (attempt {attempt}), the reply restarts below"
+                );
+            }
             EventMsg::Warning { message } => {
                 self.close_line();
                 eprintln!("warning: {message}");

@@ -14,8 +14,8 @@ pub mod usage;
 pub use ids::{SessionId, SubmissionId, ToolCallId};
 pub use message::{Message, Role};
 pub use model::{
-    ModelClient, ModelError, ModelErrorKind, ModelRequest, ModelResponse, OnDelta, StopReason,
-    WireApi,
+    ModelClient, ModelError, ModelErrorKind, ModelRequest, ModelResponse, OnDelta, OnStream,
+    StopReason, StreamEvent, WireApi,
 };
 pub use protocol::{Event, EventMsg, Op, Submission, TurnOutcome};
 pub use tool::{Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec};

@@ -171,6 +171,20 @@ impl fmt::Display for ModelError {
     }
 }
 
+/// What a model client reports while a request is in flight.
+#[derive(Clone, Copy, Debug)]
+pub enum StreamEvent<'a> {
+    /// A piece of the reply's text, as it arrives.
+    Text(&'a str),
+    /// The attempt failed with a retryable error and the request is sent again: text reported
+    /// since the previous `Retrying` (or the start) belonged to the failed attempt and must be
+    /// discarded by anyone assembling it.
+    Retrying { attempt: u32, error: &'a ModelError },
+}
+
+/// Receives `StreamEvent`s (see `OnDelta` for why this is an alias).
+pub type OnStream<'a> = dyn Fn(StreamEvent<'_>) + Send + Sync + 'a;
+
 /// Receives streamed text as it arrives. An alias (rather than the bare type in the trait) keeps
 /// the `&str` higher-ranked: `#[async_trait]` would otherwise pin it to one lifetime, and an
 /// implementation could not pass a delta it has just received.
@@ -185,12 +199,12 @@ pub trait ModelClient: Send + Sync {
     /// The model name requested from the provider.
     fn model(&self) -> &str;
 
-    /// Sends one request. Streamed text is passed to `on_delta` as it arrives; the assembled
-    /// reply is returned at the end. Retries on retryable errors happen inside.
+    /// Sends one request. Streamed text and retries are reported to `on_event` as they happen;
+    /// the assembled reply is returned at the end. Retries on retryable errors happen inside.
     async fn complete(
         &self,
         request: &ModelRequest,
-        on_delta: &OnDelta<'_>,
+        on_event: &OnStream<'_>,
     ) -> Result<ModelResponse, ModelError>;
 }
 

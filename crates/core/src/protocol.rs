@@ -50,6 +50,12 @@ pub enum EventMsg {
     ModelDelta {
         text: String,
     },
+    /// The model request failed with a retryable error and is being sent again: the
+    /// `model_delta` text of this round so far belonged to the failed attempt; discard it.
+    ModelRetry {
+        attempt: u32,
+        error: String,
+    },
     /// The model's complete text for one round (may be empty when it only calls tools).
     AssistantMessage {
         text: String,

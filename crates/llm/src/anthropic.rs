@@ -8,11 +8,11 @@ use crate::retry::{truncate, with_retries};
 use crate::settings::ProviderSettings;
 use crate::wire::{str_at, tool_call, u64_at};
 use async_trait::async_trait;
-use reef_core::OnDelta;
 use reef_core::{
     Message, ModelClient, ModelError, ModelErrorKind, ModelRequest, ModelResponse, StopReason,
     Usage,
 };
+use reef_core::{OnDelta, OnStream, StreamEvent};
 use serde_json::{Value, json};
 
 const PATH: &str = "/messages";
@@ -78,10 +78,16 @@ impl ModelClient for AnthropicClient {
     async fn complete(
         &self,
         request: &ModelRequest,
-        on_delta: &OnDelta<'_>,
+        on_event: &OnStream<'_>,
     ) -> Result<ModelResponse, ModelError> {
         let body = request_body(&self.transport.settings, request);
-        with_retries(&self.transport.settings, || self.attempt(&body, on_delta)).await
+        let on_text = |text: &str| on_event(StreamEvent::Text(text));
+        let on_retry =
+            |attempt: u32, error: &ModelError| on_event(StreamEvent::Retrying { attempt, error });
+        with_retries(&self.transport.settings, &on_retry, || {
+            self.attempt(&body, &on_text)
+        })
+        .await
     }
 }
 

@@ -21,6 +21,7 @@ pub const EXCERPT_CHARS: usize = 300;
 /// attempt are passed again by the next one.
 pub async fn with_retries<T, F, Fut>(
     settings: &ProviderSettings,
+    on_retry: &(dyn Fn(u32, &ModelError) + Send + Sync),
     mut attempt: F,
 ) -> Result<T, ModelError>
 where
@@ -42,6 +43,7 @@ where
                     error = %err,
                     "model request failed; retrying"
                 );
+                on_retry(retries, &err);
                 tokio::time::sleep(delay).await;
             }
             Err(err) => return Err(err),

@@ -3,6 +3,7 @@
 
 mod budgets;
 mod interrupt;
+mod outputs;
 mod resume;
 
 use reef_agent::{Session, SessionOptions};
@@ -26,12 +27,22 @@ pub(crate) fn options(workspace: &Path) -> SessionOptions {
 }
 
 pub(crate) async fn session(mock: &MockLlm, store: &Store, opts: SessionOptions) -> Session {
+    session_with_retries(mock, store, opts, 0).await
+}
+
+pub(crate) async fn session_with_retries(
+    mock: &MockLlm,
+    store: &Store,
+    opts: SessionOptions,
+    max_retries: u32,
+) -> Session {
     let settings = ProviderSettings {
         name: "mock".into(),
         wire_api: WireApi::OpenaiChat,
         base_url: mock.base_url(),
         model: "mock-model".into(),
-        max_retries: 0,
+        max_retries,
+        retry_base: Duration::from_millis(1),
         ..ProviderSettings::default()
     };
     let model = reef_llm::build_client(settings).unwrap();

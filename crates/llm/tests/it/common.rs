@@ -1,6 +1,8 @@
 //! Shared helpers: settings pointing at a mock, a delta recorder, sample tools and modes.
 
-use reef_core::{Message, ModelClient, ModelError, ModelRequest, ModelResponse, ToolSpec, WireApi};
+use reef_core::{
+    Message, ModelClient, ModelError, ModelRequest, ModelResponse, StreamEvent, ToolSpec, WireApi,
+};
 use reef_llm::{ProviderSettings, build_client};
 use reef_test_support::{MockLlm, MockReply};
 use serde_json::json;
@@ -61,8 +63,10 @@ pub async fn run(
 ) -> (Result<ModelResponse, ModelError>, Vec<String>) {
     let deltas = Mutex::new(Vec::new());
     let result = client
-        .complete(request, &|d: &str| {
-            deltas.lock().unwrap().push(d.to_owned())
+        .complete(request, &|event| match event {
+            StreamEvent::Text(d) => deltas.lock().unwrap().push(d.to_owned()),
+            // A retry voids what the failed attempt streamed.
+            StreamEvent::Retrying { .. } => deltas.lock().unwrap().clear(),
         })
         .await;
     (result, deltas.into_inner().unwrap())

@@ -1,0 +1,101 @@
+//! What leaves the engine: saved large outputs stay in the workspace, retried streams are marked.
+
+use crate::{options, session, session_with_retries, until};
+use reef_core::{EventMsg, Op, TurnOutcome};
+use reef_store::Store;
+use reef_test_support::{MockLlm, MockReply};
+use serde_json::json;
+
+#[tokio::test]
+async fn a_hostile_tool_name_cannot_place_saved_output_outside_the_workspace() {
+    let mock = MockLlm::start(vec![
+        MockReply::tool_call("../../../../../../escaped", json!({})),
+        MockReply::text("ok"),
+    ])
+    .await;
+    let root = tempfile::tempdir().unwrap();
+    let workspace = root.path().join("a/b/c/work");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let mut opts = options(&workspace);
+    opts.inline_output_chars = 20; // the unknown-tool error is longer: it gets saved
+    let mut handle = reef_agent::spawn(session(&mock, &store, opts).await);
+    handle.submit(Op::UserInput { text: "go".into() });
+    let events = until(&mut handle, |m| matches!(m, EventMsg::TurnEnded { .. })).await;
+    let saved = events
+        .iter()
+        .find_map(|e| match &e.msg {
+            EventMsg::ToolCallEnd { saved_to, .. } => saved_to.clone(),
+            _ => None,
+        })
+        .expect("the long error output was saved");
+    assert!(saved.starts_with(".reef/tool-outputs/"), "{saved}");
+    assert!(!saved.contains(".."), "{saved}");
+    let path = workspace.join(&saved);
+    assert!(path.is_file());
+    assert!(
+        path.canonicalize()
+            .unwrap()
+            .starts_with(workspace.canonicalize().unwrap())
+    );
+    let stray: Vec<_> = walk(root.path())
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("escaped") && !p.starts_with(&workspace))
+        .collect();
+    assert!(stray.is_empty(), "files outside the workspace: {stray:?}");
+}
+
+#[tokio::test]
+async fn a_stream_retried_mid_way_is_announced_and_its_text_is_not_doubled() {
+    let mock = MockLlm::start(vec![
+        MockReply::StreamCut("Half an ans".into()),
+        MockReply::text("The whole answer."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let mut handle =
+        reef_agent::spawn(session_with_retries(&mock, &store, options(dir.path()), 2).await);
+    handle.submit(Op::UserInput { text: "go".into() });
+    let events = until(&mut handle, |m| matches!(m, EventMsg::TurnEnded { .. })).await;
+    let retry_at = events
+        .iter()
+        .position(|e| matches!(e.msg, EventMsg::ModelRetry { attempt: 1, .. }))
+        .expect("a model_retry event");
+    let before: String = deltas(&events[..retry_at]);
+    let after: String = deltas(&events[retry_at..]);
+    assert_eq!(
+        before, "Half an ans",
+        "the failed attempt's text came first"
+    );
+    assert_eq!(
+        after, "The whole answer.",
+        "after the retry marker, only the new attempt"
+    );
+    assert!(matches!(
+        events.last().map(|e| &e.msg),
+        Some(EventMsg::TurnEnded { outcome: TurnOutcome::Completed { text }, .. }) if text == "The whole answer."
+    ));
+}
+
+fn deltas(events: &[reef_core::Event]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match &e.msg {
+            EventMsg::ModelDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        }
+        out.push(path);
+    }
+    out
+}
