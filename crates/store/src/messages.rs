@@ -26,43 +26,43 @@ impl Store {
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
             let title: Option<Option<String>> = tx
-                .query_row(
-                    "SELECT title FROM sessions WHERE id = ?1",
-                    params![session.as_str()],
-                    |r| r.get(0),
-                )
+                .prepare_cached("SELECT title FROM sessions WHERE id = ?1")?
+                .query_row(params![session.as_str()], |r| r.get(0))
                 .optional()?;
             let Some(title) = title else {
                 return Err(StoreError::NotFound(format!("session {session}")));
             };
             let now = db.clock.now();
-            let seq: i64 = tx.query_row(
-                "INSERT INTO messages
+            let seq: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO messages
                    (session_id, seq, role, content, tool_calls, tool_call_id, tool_name, is_error,
                     created_at)
                  SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
                    FROM messages WHERE session_id = ?1
                  RETURNING seq",
-                params![
-                    session.as_str(),
-                    row.role,
-                    row.content,
-                    row.tool_calls,
-                    row.tool_call_id,
-                    row.tool_name,
-                    row.is_error,
-                    now,
-                ],
-                |r| r.get(0),
-            )?;
+                )?
+                .query_row(
+                    params![
+                        session.as_str(),
+                        row.role,
+                        row.content,
+                        row.tool_calls,
+                        row.tool_call_id,
+                        row.tool_name,
+                        row.is_error,
+                        now,
+                    ],
+                    |r| r.get(0),
+                )?;
             let new_title = match (&title, &message) {
                 (None, Message::User { content }) => title_from(content),
                 _ => None,
             };
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE sessions SET updated_at = ?2, title = COALESCE(title, ?3) WHERE id = ?1",
-                params![session.as_str(), now, new_title],
-            )?;
+            )?
+            .execute(params![session.as_str(), now, new_title])?;
             tx.commit()?;
             Ok(StoredMessage {
                 seq: from_sql_int(seq, "message seq")?,

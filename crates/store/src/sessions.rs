@@ -11,10 +11,8 @@ impl Store {
     pub async fn create_session(&self, new: NewSession) -> Result<SessionRecord, StoreError> {
         self.run(move |db| {
             let now = db.clock.now();
-            db.conn.execute(
-                "INSERT INTO sessions (id, title, workspace, provider, model, created_at, updated_at)
-                 VALUES (?1, NULL, ?2, ?3, ?4, ?5, ?5)",
-                params![new.id.as_str(), new.workspace, new.provider, new.model, now],
+            db.conn.prepare_cached("INSERT INTO sessions (id, title, workspace, provider, model, created_at, updated_at)
+                 VALUES (?1, NULL, ?2, ?3, ?4, ?5, ?5)")?.execute(params![new.id.as_str(), new.workspace, new.provider, new.model, now],
             )?;
             Ok(SessionRecord {
                 id: new.id,
@@ -35,12 +33,11 @@ impl Store {
         self.run(move |db| {
             Ok(db
                 .conn
-                .query_row(
+                .prepare_cached(
                     "SELECT id, title, workspace, provider, model, created_at, updated_at
                      FROM sessions WHERE id = ?1",
-                    params![id.as_str()],
-                    session_record,
-                )
+                )?
+                .query_row(params![id.as_str()], session_record)
                 .optional()?)
         })
         .await
@@ -107,11 +104,8 @@ impl Store {
             }
             let exact: Option<String> = db
                 .conn
-                .query_row(
-                    "SELECT id FROM sessions WHERE id = ?1",
-                    params![prefix],
-                    |r| r.get(0),
-                )
+                .prepare_cached("SELECT id FROM sessions WHERE id = ?1")?
+                .query_row(params![prefix], |r| r.get(0))
                 .optional()?;
             if let Some(id) = exact {
                 return Ok(SessionId::from_string(id));

@@ -91,7 +91,8 @@ impl Store {
         let db = self.lock();
         let version: i64 = db
             .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .prepare_cached("PRAGMA user_version")?
+            .query_row([], |r| r.get(0))
             .map_err(|e| self.query_error(e))?;
         u32::try_from(version)
             .map_err(|_| StoreError::Corrupt(format!("schema version {version} is out of range")))
@@ -135,7 +136,9 @@ impl Store {
 fn configure(conn: &Connection, file: bool) -> rusqlite::Result<()> {
     if file {
         // Reading the mode back touches the file header, so a non-SQLite file fails here.
-        let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        let _mode: String = conn
+            .prepare_cached("PRAGMA journal_mode = WAL")?
+            .query_row([], |r| r.get(0))?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
     }
     conn.pragma_update(None, "foreign_keys", "ON")?;
@@ -146,11 +149,8 @@ fn configure(conn: &Connection, file: bool) -> rusqlite::Result<()> {
 /// Fails with `NotFound` unless the session exists.
 pub(crate) fn ensure_session(conn: &Connection, id: &SessionId) -> Result<(), StoreError> {
     let found: Option<i64> = conn
-        .query_row(
-            "SELECT 1 FROM sessions WHERE id = ?1",
-            params![id.as_str()],
-            |r| r.get(0),
-        )
+        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+        .query_row(params![id.as_str()], |r| r.get(0))
         .optional()?;
     match found {
         Some(_) => Ok(()),

@@ -19,22 +19,22 @@ impl Store {
             let tx = db.conn.transaction()?;
             ensure_session(&tx, &session)?;
             let now = db.clock.now();
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO model_usage
                    (session_id, round, provider, model, input_tokens, output_tokens,
                     cached_input_tokens, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    session.as_str(),
-                    record.round,
-                    record.provider,
-                    record.model,
-                    to_sql_int(record.usage.input_tokens),
-                    to_sql_int(record.usage.output_tokens),
-                    to_sql_int(record.usage.cached_input_tokens),
-                    now,
-                ],
-            )?;
+            )?
+            .execute(params![
+                session.as_str(),
+                record.round,
+                record.provider,
+                record.model,
+                to_sql_int(record.usage.input_tokens),
+                to_sql_int(record.usage.output_tokens),
+                to_sql_int(record.usage.cached_input_tokens),
+                now,
+            ])?;
             tx.commit()?;
             Ok(())
         })
@@ -90,19 +90,19 @@ impl Store {
         self.run(move |db| {
             let tx = db.conn.transaction()?;
             ensure_session(&tx, &session)?;
-            let tokens = tx.query_row(
-                "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+            let tokens = tx
+                .prepare_cached(
+                    "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
                         COALESCE(SUM(cached_input_tokens), 0)
                  FROM model_usage WHERE session_id = ?1",
-                params![session.as_str()],
-                |r| {
+                )?
+                .query_row(params![session.as_str()], |r| {
                     Ok([
                         r.get::<_, i64>(0)?,
                         r.get::<_, i64>(1)?,
                         r.get::<_, i64>(2)?,
                     ])
-                },
-            )?;
+                })?;
             usage_from(tokens, &format!("usage total of session {session}"))
         })
         .await
