@@ -82,9 +82,7 @@ impl ModelClient for AnthropicClient {
     ) -> Result<ModelResponse, ModelError> {
         let body = request_body(&self.transport.settings, request);
         let on_text = |text: &str| on_event(StreamEvent::Text(text));
-        let on_retry =
-            |attempt: u32, error: &ModelError| on_event(StreamEvent::Retrying { attempt, error });
-        with_retries(&self.transport.settings, &on_retry, || {
+        with_retries(&self.transport.settings, on_event, || {
             self.attempt(&body, &on_text)
         })
         .await

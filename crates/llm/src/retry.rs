@@ -2,7 +2,7 @@
 //! or the provider's `Retry-After`), and the retry loop around one model request.
 
 use crate::settings::ProviderSettings;
-use reef_core::{ModelError, ModelErrorKind};
+use reef_core::{ModelError, ModelErrorKind, OnStream, StreamEvent};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
@@ -21,7 +21,7 @@ pub const EXCERPT_CHARS: usize = 300;
 /// attempt are passed again by the next one.
 pub async fn with_retries<T, F, Fut>(
     settings: &ProviderSettings,
-    on_retry: &(dyn Fn(u32, &ModelError) + Send + Sync),
+    on_event: &OnStream<'_>,
     mut attempt: F,
 ) -> Result<T, ModelError>
 where
@@ -43,7 +43,10 @@ where
                     error = %err,
                     "model request failed; retrying"
                 );
-                on_retry(retries, &err);
+                on_event(StreamEvent::Retrying {
+                    attempt: retries,
+                    error: &err,
+                });
                 tokio::time::sleep(delay).await;
             }
             Err(err) => return Err(err),

@@ -15,27 +15,9 @@ fn sigkill_mid_turn_keeps_the_transcript_and_the_session_resumes() {
         MockReply::text("picking up where we left off"),
     ]);
     let home = home_for(&mock, "openai-chat", true);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_reef"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("REEF_HOME", home.reef_home())
-        .current_dir(home.workspace())
-        .args(["run", "start a long job"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_reef(&home, "start a long job");
     let pid_file = home.workspace().join("started.pid");
-    let mut started = false;
-    for _ in 0..400 {
-        if std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n')) {
-            started = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    assert!(started, "the tool never started");
+    assert!(poll(|| pid_written(&pid_file)), "the tool never started");
     child.kill().unwrap();
     child.wait().unwrap();
     // The tool's process group outlives a SIGKILLed reef (no parent-death kill yet): clean up.
@@ -43,8 +25,8 @@ fn sigkill_mid_turn_keeps_the_transcript_and_the_session_resumes() {
         .unwrap()
         .trim()
         .to_owned();
-    let _ = std::process::Command::new("kill")
-        .args(["-9", &tool_pid])
+    let _ = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -9 {tool_pid}")])
         .status();
 
     let id = last_session(&home);
@@ -80,29 +62,11 @@ fn ctrl_c_interrupts_the_turn_kills_the_tool_and_exits_130() {
         json!({"command": "sleep 60 & echo $! > sleeper.pid; wait", "timeout_secs": 120}),
     )]);
     let home = home_for(&mock, "anthropic", true);
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_reef"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("REEF_HOME", home.reef_home())
-        .current_dir(home.workspace())
-        .args(["run", "sleep a while"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_reef(&home, "sleep a while");
     let pid_file = home.workspace().join("sleeper.pid");
-    let mut started = false;
-    for _ in 0..400 {
-        if std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n')) {
-            started = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    assert!(started, "the tool never started");
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+    assert!(poll(|| pid_written(&pid_file)), "the tool never started");
+    let status = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -INT {}", child.id())])
         .status()
         .unwrap();
     assert!(status.success());
@@ -120,15 +84,11 @@ fn ctrl_c_interrupts_the_turn_kills_the_tool_and_exits_130() {
         .unwrap()
         .trim()
         .to_owned();
-    let mut gone = false;
-    for _ in 0..400 {
-        let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat"));
-        if stat.map(|s| s.contains(") Z ")).unwrap_or(true) {
-            gone = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
+    let gone = poll(|| {
+        std::fs::read_to_string(format!("/proc/{sleeper}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true)
+    });
     assert!(gone, "the tool's process {sleeper} outlived the interrupt");
     let id = last_session(&home);
     let out = reef(&home)
@@ -137,4 +97,35 @@ fn ctrl_c_interrupts_the_turn_kills_the_tool_and_exits_130() {
         .success();
     let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(doc["messages"].as_array().unwrap().len(), 2, "{doc}");
+}
+
+/// `reef run PROMPT` as a child process with piped output, in `home`'s hermetic environment.
+fn spawn_reef(home: &reef_test_support::TestHome, prompt: &str) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_reef"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("REEF_HOME", home.reef_home())
+        .current_dir(home.workspace())
+        .args(["run", prompt])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Whether a shell has finished writing a pid (and its newline) to `path`.
+fn pid_written(path: &std::path::Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|s| s.ends_with('\n'))
+}
+
+/// Polls `cond` a bounded number of times (effects in other processes).
+fn poll(mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..400 {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    false
 }
