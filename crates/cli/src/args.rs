@@ -4,7 +4,13 @@ use clap::{Args, Parser, Subcommand};
 
 /// reef: a self-hosted operating system for autonomous AI agents.
 #[derive(Debug, Parser)]
-#[command(name = "reef", version, about, long_about = None, after_help = EXIT_CODES)]
+#[command(
+    name = "reef",
+    version,
+    about = "reef: a self-hosted operating system for autonomous AI agents",
+    long_about = None,
+    after_help = EXIT_CODES
+)]
 pub struct Cli {
     /// Override a config value for this command, e.g. `-c agent.max_rounds=10` (repeatable).
     #[arg(short = 'c', long = "config", value_name = "KEY=VALUE", global = true)]

@@ -74,13 +74,12 @@ impl Renderer {
                 saved_to,
                 ..
             } => {
-                let first = output.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
                 let mark = if *is_error { "✗" } else { "✓" };
                 let more = saved_to
                     .as_ref()
                     .map(|p| format!(" (full output in {p})"))
                     .unwrap_or_default();
-                eprintln!("  {mark} {}{more}", clip(first, 160));
+                eprintln!("  {mark} {}{more}", clip(output.trim(), 160));
             }
             EventMsg::ModelRetry { attempt, error } => {
                 self.close_line();

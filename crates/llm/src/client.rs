@@ -58,6 +58,7 @@ pub async fn check_reachable(settings: &ProviderSettings) -> Result<String, Mode
     if status == 200
         && let Ok(json) = response.json::<serde_json::Value>().await
         && let Some(models) = json.get("data").and_then(serde_json::Value::as_array)
+        && !models.is_empty()
     {
         let names: Vec<&str> = models
             .iter()
