@@ -16,6 +16,20 @@ pub enum SandboxError {
     /// The working directory does not exist or is not a directory; create it or pick another.
     #[error("working directory {} does not exist or is not a directory", cwd.display())]
     CwdMissing { cwd: PathBuf },
+    /// The landlock backend needs a helper program (`reef sandbox-exec`) and none is configured.
+    #[error(
+        "the landlock backend needs its helper program (reef sandbox-exec); none is configured"
+    )]
+    NoHelper,
+    /// The policy asks for something this build cannot enforce; change the policy.
+    #[error("unsupported sandbox policy: {0}")]
+    Unsupported(String),
+    /// The kernel backend could not be set up on this machine (the helper said why).
+    #[error("the {backend} sandbox does not work on this machine: {reason}")]
+    Unavailable {
+        backend: &'static str,
+        reason: String,
+    },
     /// Waiting for or talking to the process failed; the process group has been killed and
     /// the call may be retried.
     #[error("i/o error while running `{program}`: {source}")]

@@ -5,13 +5,17 @@
 mod capture;
 mod error;
 mod group;
+mod linux;
 mod policy;
 mod probe;
 mod request;
 mod runner;
 
 pub use error::SandboxError;
-pub use policy::{DEFAULT_ENV_ALLOW, SandboxBackend, SandboxPolicy};
+pub use linux::helper_main;
+pub use policy::{
+    DEFAULT_ENV_ALLOW, HelperCommand, Limits, NetworkMode, SandboxBackend, SandboxPolicy,
+};
 pub use probe::{Availability, CgroupVersion, Feature, IsolationReport, probe, probe_root};
 pub use request::{ExecOutput, ExecRequest};
-pub use runner::Sandbox;
+pub use runner::{Sandbox, self_test};

@@ -1,7 +1,8 @@
-//! Sandbox policy: which backend confines a process, what environment it inherits, how much
-//! output is kept and how gently it is stopped.
+//! Sandbox policy: which backend confines a process, what it may see and reach, its resource
+//! limits, what environment it inherits, how much output is kept and how it is stopped.
 
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Environment variables copied from reef's own environment into every child by default.
@@ -10,17 +11,75 @@ pub const DEFAULT_ENV_ALLOW: &[&str] = &[
 ];
 
 /// How a child process is confined.
-///
-/// Only [`SandboxBackend::Plain`] exists today. Kernel-enforced backends (landlock file
-/// access rules, user/mount namespaces, seccomp) will be added as further variants; callers
-/// should pick a backend from [`crate::probe`] rather than assume one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxBackend {
-    /// No kernel confinement: scrubbed environment, own process group, working directory,
-    /// timeout and output caps only. A landlock backend will be added later.
-    #[default]
+    /// No kernel confinement (config name `none`): scrubbed environment, own process group,
+    /// timeout and output caps only. Used only when configured, with a warning.
+    #[serde(rename = "none")]
     Plain,
+    /// Kernel-enforced: new user, mount, pid, ipc, uts and network namespaces; a filesystem
+    /// view where only the workspace is writable; Landlock; seccomp; rlimits and a cgroup.
+    /// Applied by a re-executed helper (`HelperCommand`), so reef itself is never confined.
+    #[default]
+    Landlock,
+}
+
+impl SandboxBackend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxBackend::Plain => "none",
+            SandboxBackend::Landlock => "landlock",
+        }
+    }
+}
+
+/// What a sandboxed process may reach on the network.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkMode {
+    /// An empty network namespace: no TCP, UDP or DNS; only unix sockets.
+    #[default]
+    None,
+    /// Only HTTP/HTTPS through a host-side proxy that enforces `allow_domains` and logs.
+    Allowlist,
+    /// The host's network.
+    Full,
+}
+
+/// Resource limits of one sandboxed command (its whole process tree). `None` = no limit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// CPU seconds (RLIMIT_CPU).
+    pub cpu_secs: Option<u64>,
+    /// Address space per process in bytes (RLIMIT_AS) and memory of the tree (cgroup).
+    pub memory_bytes: Option<u64>,
+    /// Processes in the tree (cgroup pids controller; RLIMIT_NPROC where it applies).
+    pub max_processes: Option<u64>,
+    /// Largest file a process may write, in bytes (RLIMIT_FSIZE).
+    pub file_size_bytes: Option<u64>,
+    /// Open file descriptors per process (RLIMIT_NOFILE).
+    pub open_files: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            cpu_secs: Some(300),
+            memory_bytes: Some(2 * 1024 * 1024 * 1024),
+            max_processes: Some(256),
+            file_size_bytes: Some(1024 * 1024 * 1024),
+            open_files: Some(1024),
+        }
+    }
+}
+
+/// How to start the helper that applies a kernel backend: a program and leading arguments,
+/// e.g. the `reef` binary with `sandbox-exec`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelperCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
 }
 
 /// How the sandbox runs every process.
@@ -33,6 +92,14 @@ pub struct SandboxPolicy {
     pub max_output_bytes: usize,
     /// On timeout the process group gets SIGTERM, then SIGKILL after this grace period.
     pub kill_grace: Duration,
+    pub network: NetworkMode,
+    /// Domains reachable in `NetworkMode::Allowlist` (exact names or `*.suffix`).
+    pub allow_domains: Vec<String>,
+    /// Writable paths besides the working directory (which is always writable).
+    pub writable: Vec<PathBuf>,
+    pub limits: Limits,
+    /// The helper for kernel backends; `None` makes `Landlock` runs fail with a clear error.
+    pub helper: Option<HelperCommand>,
 }
 
 impl Default for SandboxPolicy {
@@ -42,6 +109,11 @@ impl Default for SandboxPolicy {
             env_allow: DEFAULT_ENV_ALLOW.iter().map(|s| (*s).to_owned()).collect(),
             max_output_bytes: 1024 * 1024,
             kill_grace: Duration::from_secs(2),
+            network: NetworkMode::None,
+            allow_domains: Vec::new(),
+            writable: Vec::new(),
+            limits: Limits::default(),
+            helper: None,
         }
     }
 }

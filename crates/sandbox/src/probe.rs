@@ -111,7 +111,13 @@ pub fn probe_root(root: &Path) -> IsolationReport {
                 .collect()
         })
         .unwrap_or_default();
-    let landlock = if lsm.iter().any(|m| m == "landlock") {
+    // On the live machine, ask the kernel itself (securityfs is often not mounted).
+    let live = (root == Path::new("/")).then(crate::linux::landlock_abi);
+    let landlock = if let Some(Ok(abi)) = live {
+        Feature::new(Availability::Available, format!("ABI version {abi}"))
+    } else if let Some(Err(errno)) = live.filter(|_| read("sys/kernel/security/lsm").is_none()) {
+        Feature::new(Availability::Unavailable, format!("landlock_create_ruleset: {errno}"))
+    } else if lsm.iter().any(|m| m == "landlock") {
         Feature::new(
             Availability::Available,
             "listed in /sys/kernel/security/lsm",

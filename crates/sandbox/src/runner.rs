@@ -4,10 +4,12 @@
 use crate::capture::{Captured, drain};
 use crate::error::SandboxError;
 use crate::group::{GroupGuard, signal_group};
-use crate::policy::{SandboxBackend, SandboxPolicy};
+use crate::linux::spec::{self, HelperSpec};
+use crate::policy::{NetworkMode, SandboxBackend, SandboxPolicy};
 use crate::request::{ExecOutput, ExecRequest};
 use rustix::process::{Pid, Signal};
 use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,9 +44,6 @@ impl Sandbox {
     /// child exits, the rest of its group is killed. If this future is dropped, the whole
     /// group is killed with SIGKILL.
     pub async fn run(&self, req: ExecRequest) -> Result<ExecOutput, SandboxError> {
-        match self.policy.backend {
-            SandboxBackend::Plain => {}
-        }
         let cwd_ok = tokio::fs::metadata(&req.cwd)
             .await
             .map(|m| m.is_dir())
@@ -57,7 +56,7 @@ impl Sandbox {
 
         let start = Instant::now();
         let mut child = self
-            .command(&req)
+            .command(&req)?
             .spawn()
             .map_err(|source| SandboxError::Spawn {
                 program: req.program.clone(),
@@ -117,9 +116,37 @@ impl Sandbox {
         })
     }
 
-    fn command(&self, req: &ExecRequest) -> Command {
-        let mut cmd = Command::new(&req.program);
-        cmd.args(&req.args).current_dir(&req.cwd).env_clear();
+    fn command(&self, req: &ExecRequest) -> Result<Command, SandboxError> {
+        let mut cmd = match self.policy.backend {
+            SandboxBackend::Plain => {
+                let mut cmd = Command::new(&req.program);
+                cmd.args(&req.args);
+                cmd
+            }
+            SandboxBackend::Landlock => {
+                let helper = self.policy.helper.as_ref().ok_or(SandboxError::NoHelper)?;
+                if self.policy.network == NetworkMode::Allowlist {
+                    return Err(SandboxError::Unsupported(
+                        "network = allowlist needs the host-side proxy, which is not built yet; \
+                         use none or full"
+                            .into(),
+                    ));
+                }
+                let spec = HelperSpec {
+                    workspace: std::fs::canonicalize(&req.cwd).unwrap_or_else(|_| req.cwd.clone()),
+                    writable: self.policy.writable.clone(),
+                    hidden: secret_paths(),
+                    network: self.policy.network,
+                    limits: self.policy.limits.clone(),
+                };
+                let args = spec::encode(&spec, &req.program, &req.args)
+                    .map_err(SandboxError::Unsupported)?;
+                let mut cmd = Command::new(&helper.program);
+                cmd.args(&helper.args).args(args);
+                cmd
+            }
+        };
+        cmd.current_dir(&req.cwd).env_clear();
         for name in &self.policy.env_allow {
             if let Some(value) = std::env::var_os(name) {
                 cmd.env(name, value);
@@ -138,8 +165,67 @@ impl Sandbox {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-        cmd
+        Ok(cmd)
     }
+}
+
+/// Host paths that must stay invisible even when a mounted directory contains them.
+fn secret_paths() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        for rel in [
+            ".ssh",
+            ".reef",
+            ".aws",
+            ".azure",
+            ".config/gcloud",
+            ".kube",
+            ".gnupg",
+            ".docker",
+            ".netrc",
+            ".git-credentials",
+        ] {
+            out.push(home.join(rel));
+        }
+    }
+    if let Some(reef_home) = std::env::var_os("REEF_HOME") {
+        out.push(PathBuf::from(reef_home));
+    }
+    out
+}
+
+/// Proves the policy's backend works on this machine by running `true` under it. For the
+/// landlock backend, the error carries the helper's own explanation of the failed step.
+pub async fn self_test(policy: &SandboxPolicy) -> Result<(), SandboxError> {
+    let sandbox = Sandbox::new(policy.clone());
+    let cwd = std::env::temp_dir();
+    let out = sandbox
+        .run(ExecRequest::new(
+            "true",
+            Vec::new(),
+            cwd,
+            Duration::from_secs(20),
+        ))
+        .await?;
+    if out.exit_code == Some(0) {
+        return Ok(());
+    }
+    let reason = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("reef-sandbox:"))
+        .map(|l| l.trim_start_matches("reef-sandbox:").trim().to_owned())
+        .unwrap_or_else(|| {
+            format!(
+                "`true` exited with {:?}: {}",
+                out.exit_code,
+                out.stderr.trim()
+            )
+        });
+    Err(SandboxError::Unavailable {
+        backend: policy.backend.as_str(),
+        reason,
+    })
 }
 
 /// Waits for the child; on timeout sends SIGTERM to its group, then SIGKILL after `grace`.

@@ -1,0 +1,189 @@
+//! The last steps before the command runs, in order: drop to an unprivileged uid in a nested
+//! user namespace, Landlock (filesystem writes and TCP), resource limits, `no_new_privs`, and
+//! a seccomp filter against the syscalls a confined process never needs.
+
+use crate::policy::{Limits, NetworkMode};
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+};
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::resource::{Resource, setrlimit};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The uid and gid the command runs as inside the sandbox.
+pub(crate) const SANDBOX_ID: u32 = 1000;
+
+/// Enters a nested user namespace in which this process is `SANDBOX_ID`: the command then
+/// holds no capability over the mount, PID or network namespaces built for it.
+pub(crate) fn drop_to_user() -> Result<(), String> {
+    unshare(CloneFlags::CLONE_NEWUSER)
+        .map_err(|e| format!("unshare(user) for the sandbox user: {e}"))?;
+    write_id_maps((SANDBOX_ID, 0), (SANDBOX_ID, 0))
+}
+
+/// Maps one uid and one gid, each `(inside, outside)`, for this process's user namespace.
+pub(crate) fn write_id_maps(uid: (u32, u32), gid: (u32, u32)) -> Result<(), String> {
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|e| format!("write {file}: {e}"))
+    };
+    // Required before an unprivileged gid_map; absent on very old kernels.
+    if Path::new("/proc/self/setgroups").exists() {
+        write("/proc/self/setgroups", "deny".into())?;
+    }
+    write("/proc/self/uid_map", format!("{} {} 1\n", uid.0, uid.1))?;
+    write("/proc/self/gid_map", format!("{} {} 1\n", gid.0, gid.1))
+}
+
+/// Landlock: everything visible is readable and executable; only `writable` accepts writes;
+/// TCP bind/connect is denied unless the network is `full`.
+pub(crate) fn landlock(writable: &[PathBuf], network: NetworkMode) -> Result<(), String> {
+    let abi = ABI::V5;
+    let err = |e: landlock::RulesetError| format!("landlock: {e}");
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(err)?;
+    if network != NetworkMode::Full {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(abi))
+            .map_err(err)?;
+    }
+    let mut created = ruleset.create().map_err(err)?;
+    let read = AccessFs::from_read(abi);
+    let fd = PathFd::new("/").map_err(|e| format!("landlock: open /: {e}"))?;
+    created = created.add_rule(PathBeneath::new(fd, read)).map_err(err)?;
+    for path in writable {
+        if let Ok(fd) = PathFd::new(path) {
+            created = created
+                .add_rule(PathBeneath::new(fd, AccessFs::from_all(abi)))
+                .map_err(err)?;
+        }
+    }
+    created.restrict_self().map_err(err)?;
+    Ok(())
+}
+
+/// Resource limits (soft = hard, so the command cannot raise them).
+pub(crate) fn rlimits(limits: &Limits) -> Result<(), String> {
+    let set = |res: Resource, value: Option<u64>, name: &str| match value {
+        Some(v) => setrlimit(res, v, v).map_err(|e| format!("setrlimit {name}: {e}")),
+        None => Ok(()),
+    };
+    set(Resource::RLIMIT_CPU, limits.cpu_secs, "cpu")?;
+    set(Resource::RLIMIT_AS, limits.memory_bytes, "address space")?;
+    set(Resource::RLIMIT_NPROC, limits.max_processes, "processes")?;
+    set(Resource::RLIMIT_FSIZE, limits.file_size_bytes, "file size")?;
+    set(Resource::RLIMIT_NOFILE, limits.open_files, "open files")?;
+    set(Resource::RLIMIT_CORE, Some(0), "core")
+}
+
+/// Syscalls that fail with EPERM inside the sandbox.
+const DENIED: &[i64] = &[
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_chroot,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_open_tree,
+    libc::SYS_move_mount,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_userfaultfd,
+    libc::SYS_open_by_handle_at,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_reboot,
+    libc::SYS_acct,
+    libc::SYS_quotactl,
+];
+
+/// Namespace flags that `clone` may not carry.
+const NEW_NAMESPACES: &[u64] = &[
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+];
+
+#[cfg(target_arch = "x86_64")]
+const ARCH: TargetArch = TargetArch::x86_64;
+#[cfg(target_arch = "aarch64")]
+const ARCH: TargetArch = TargetArch::aarch64;
+
+/// Installs the seccomp filters. Requires `no_new_privs`.
+pub(crate) fn seccomp(network: NetworkMode) -> Result<(), String> {
+    let err = |e: seccompiler::BackendError| format!("seccomp: {e}");
+    let cond = |arg: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(err)
+    };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+        DENIED.iter().map(|nr| (*nr, Vec::new())).collect();
+    let clone_rules = NEW_NAMESPACES
+        .iter()
+        .map(|flag| {
+            SeccompRule::new(vec![cond(0, SeccompCmpOp::MaskedEq(*flag), *flag)?]).map_err(err)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    rules.insert(libc::SYS_clone, clone_rules);
+    if network != NetworkMode::Full {
+        // Only unix sockets: no TCP, UDP, raw or netlink traffic of any kind.
+        let socket = SeccompRule::new(vec![
+            SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Ne,
+                libc::AF_UNIX as u64,
+            )
+            .map_err(err)?,
+        ])
+        .map_err(err)?;
+        rules.insert(libc::SYS_socket, vec![socket]);
+    }
+    let deny = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        ARCH,
+    )
+    .map_err(|e| format!("seccomp: {e}"))?;
+    // clone3 passes its flags in memory, out of a filter's reach: make callers fall back to clone.
+    let clone3 = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        ARCH,
+    )
+    .map_err(|e| format!("seccomp: {e}"))?;
+    for filter in [deny, clone3] {
+        let program: BpfProgram = filter.try_into().map_err(|e| format!("seccomp: {e}"))?;
+        seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,93 @@
+//! PID 1 of the sandbox's PID namespace: builds the view, confines itself, forks the command,
+//! reaps every process, and when the command ends kills whatever it left behind. When PID 1
+//! exits, the kernel kills every process left in the namespace, so nothing outlives a run.
+
+use super::{confine, mounts, spec::HelperSpec, sys};
+use nix::sys::prctl;
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, chdir, execvp, sethostname};
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+/// Exit code when the sandbox could not be set up (the command never ran).
+pub(crate) const SETUP_FAILED: i32 = 125;
+/// Exit code when the command could not be executed (not found, not executable).
+pub(crate) const EXEC_FAILED: i32 = 127;
+
+/// Runs as PID 1; returns the exit code for the helper.
+pub(crate) fn run(spec: &HelperSpec, command: &[OsString]) -> Result<i32, String> {
+    prctl::set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| format!("set the parent-death signal: {e}"))?;
+    sethostname("reef-sandbox").map_err(|e| format!("sethostname: {e}"))?;
+    mounts::enter_view(&spec.workspace, &spec.writable, &spec.hidden)?;
+    confine::drop_to_user()?;
+    let mut writable: Vec<PathBuf> = vec![spec.workspace.clone(), "/tmp".into(), "/dev".into()];
+    writable.extend(spec.writable.iter().cloned());
+    confine::landlock(&writable, spec.network)?;
+    confine::rlimits(&spec.limits)?;
+    prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
+    confine::seccomp(spec.network)?;
+
+    let argv: Vec<CString> = command
+        .iter()
+        .map(|a| {
+            CString::new(a.as_bytes()).map_err(|_| "an argument contains a NUL byte".to_owned())
+        })
+        .collect::<Result<_, _>>()?;
+    let child = match sys::fork_process().map_err(|e| format!("fork the command: {e}"))? {
+        ForkResult::Child => {
+            let code = exec(&spec.workspace, &argv);
+            std::process::exit(code);
+        }
+        ForkResult::Parent { child } => child,
+    };
+    Ok(reap_until(child))
+}
+
+/// In the forked child: enter the workspace and become the command.
+fn exec(workspace: &std::path::Path, argv: &[CString]) -> i32 {
+    use std::io::Write;
+    if let Err(e) = chdir(workspace) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "reef-sandbox: chdir {}: {e}",
+            workspace.display()
+        );
+        return SETUP_FAILED;
+    }
+    let Some(program) = argv.first() else {
+        return EXEC_FAILED;
+    };
+    let err = execvp(program, argv).err();
+    let _ = writeln!(
+        std::io::stderr(),
+        "reef-sandbox: cannot execute {}: {}",
+        program.to_string_lossy(),
+        err.map(|e| e.desc()).unwrap_or("unknown error")
+    );
+    EXEC_FAILED
+}
+
+/// Reaps children until the command exits, then kills and reaps the rest of the namespace.
+/// Returns the command's exit code (128 + signal when it was killed).
+fn reap_until(command: Pid) -> i32 {
+    let mut code = None;
+    loop {
+        match waitpid(None::<Pid>, None) {
+            Ok(WaitStatus::Exited(pid, status)) if pid == command => code = Some(status),
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => {
+                code = Some(128 + signal as i32);
+            }
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => break, // ECHILD: nothing left
+        }
+        if code.is_some() {
+            // The command is done: nothing it started may keep running.
+            let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
+        }
+    }
+    code.unwrap_or(SETUP_FAILED)
+}

@@ -1,0 +1,79 @@
+//! The `landlock` backend: a helper that reef re-executes (`reef sandbox-exec`, or the
+//! `reef-sandbox-exec` program) confines itself and then runs the command, so reef itself is
+//! never confined. See `init` for PID 1 and `mounts`/`confine` for the layers.
+
+mod confine;
+mod init;
+mod mounts;
+pub(crate) mod spec;
+mod sys;
+
+pub(crate) use sys::landlock_abi;
+
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::prctl;
+use nix::sys::signal::Signal;
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::{ForkResult, getegid, geteuid};
+use std::ffi::OsString;
+use std::io::Write;
+
+use crate::policy::NetworkMode;
+
+/// Entry point of the helper. `args` are `--policy JSON -- PROGRAM ARGS…`. Returns the exit
+/// code: the command's own, 128 + signal when it was killed, 125 when the sandbox could not be
+/// built (with a `reef-sandbox:` line on stderr naming the failed step), 127 when the command
+/// could not be executed. Must be called in a single-threaded process.
+pub fn helper_main(args: Vec<OsString>) -> i32 {
+    match outer(args) {
+        Ok(code) => code,
+        Err(message) => {
+            let _ = writeln!(std::io::stderr(), "reef-sandbox: {message}");
+            init::SETUP_FAILED
+        }
+    }
+}
+
+/// The helper's outer process: creates the namespaces, then waits for PID 1.
+fn outer(args: Vec<OsString>) -> Result<i32, String> {
+    let (spec, command) = spec::decode(args)?;
+    // If reef dies, the helper dies, and with it PID 1 and the whole sandbox.
+    prctl::set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| format!("set the parent-death signal: {e}"))?;
+    let (uid, gid) = (geteuid().as_raw(), getegid().as_raw());
+    let mut flags = CloneFlags::CLONE_NEWUSER
+        | CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWPID
+        | CloneFlags::CLONE_NEWIPC
+        | CloneFlags::CLONE_NEWUTS;
+    if spec.network != NetworkMode::Full {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    unshare(flags).map_err(|e| {
+        format!(
+            "unshare namespaces: {e} (are unprivileged user namespaces enabled? see `reef doctor`)"
+        )
+    })?;
+    // Root inside the first namespace (to build the view), mapped to the caller outside.
+    confine::write_id_maps((0, uid), (0, gid))?;
+    match sys::fork_process().map_err(|e| format!("fork PID 1: {e}"))? {
+        ForkResult::Child => {
+            let code = match init::run(&spec, &command) {
+                Ok(code) => code,
+                Err(message) => {
+                    let _ = writeln!(std::io::stderr(), "reef-sandbox: {message}");
+                    init::SETUP_FAILED
+                }
+            };
+            std::process::exit(code);
+        }
+        ForkResult::Parent { child } => loop {
+            match waitpid(child, None) {
+                Ok(WaitStatus::Exited(_, code)) => return Ok(code),
+                Ok(WaitStatus::Signaled(_, signal, _)) => return Ok(128 + signal as i32),
+                Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(format!("wait for PID 1: {e}")),
+            }
+        },
+    }
+}

@@ -1,0 +1,307 @@
+//! The filesystem view of a sandbox: a fresh tmpfs root where system directories are bound
+//! read-only, the workspace (and configured paths) read-write, `/tmp` is private, `/dev` holds
+//! only harmless devices, `/proc` belongs to the new PID namespace, and nothing else of the
+//! host (home directories, /root, /run, /var, /srv…) exists.
+
+use nix::mount::{MntFlags, MsFlags, mount, umount2};
+use nix::sys::statvfs::{FsFlags, statvfs};
+use nix::unistd::{chdir, pivot_root};
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+/// Host directories made visible read-only (when they exist).
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+];
+
+/// Files under the visible system directories that hold host secrets: masked even though
+/// the sandbox user may own them (a reef running as root maps root's files to it).
+const MASKED_FILES: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/security/opasswd",
+];
+const MASKED_DIRS: &[&str] = &["/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private"];
+
+/// Devices bound from the host into the sandbox's `/dev`.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+/// Where the new root is assembled: the first of these that exists and is not an ancestor of
+/// a path the sandbox needs (the mount hides it only inside the sandbox's mount namespace).
+const STAGING: &[&str] = &["/mnt", "/media", "/srv", "/opt", "/var/tmp", "/tmp"];
+
+type Step = Result<(), String>;
+
+fn step<T>(what: &str, path: &Path, r: nix::Result<T>) -> Result<T, String> {
+    r.map_err(|e| format!("{what} {}: {e}", path.display()))
+}
+
+fn io<T>(what: &str, path: &Path, r: std::io::Result<T>) -> Result<T, String> {
+    r.map_err(|e| format!("{what} {}: {e}", path.display()))
+}
+
+/// Builds the view and makes it the root of this process's mount namespace. Must run as root
+/// of a user namespace that owns the current (fresh) mount namespace, inside the new PID
+/// namespace (for `/proc`).
+pub(crate) fn enter_view(workspace: &Path, writable: &[PathBuf], hidden: &[PathBuf]) -> Step {
+    step(
+        "make mounts private",
+        Path::new("/"),
+        mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            None::<&str>,
+        ),
+    )?;
+    let needed: Vec<&Path> = std::iter::once(workspace)
+        .chain(writable.iter().map(PathBuf::as_path))
+        .collect();
+    let base = STAGING
+        .iter()
+        .map(Path::new)
+        .find(|dir| dir.is_dir() && !needed.iter().any(|n| n.starts_with(dir)))
+        .ok_or("no staging directory for the sandbox root (need one of /mnt, /media, /srv…)")?;
+    step(
+        "mount tmpfs on",
+        base,
+        mount(
+            Some("tmpfs"),
+            base,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some("mode=0755,size=16m"),
+        ),
+    )?;
+
+    for dir in SYSTEM_DIRS.iter().map(Path::new) {
+        bind_into(base, dir, true)?;
+    }
+    // A private /tmp first: a workspace under the host's /tmp is bound on top of it.
+    let tmp = base.join("tmp");
+    io("create", &tmp, fs::create_dir_all(&tmp))?;
+    step(
+        "mount /tmp at",
+        &tmp,
+        mount(
+            Some("tmpfs"),
+            &tmp,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some("mode=1777,size=512m"),
+        ),
+    )?;
+    for path in &needed {
+        bind_into(base, path, false)?;
+    }
+    make_dev(base)?;
+    let proc_dir = base.join("proc");
+    io("create", &proc_dir, fs::create_dir_all(&proc_dir))?;
+    step(
+        "mount /proc at",
+        &proc_dir,
+        mount(
+            Some("proc"),
+            &proc_dir,
+            Some("proc"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            None::<&str>,
+        ),
+    )?;
+    for file in MASKED_FILES
+        .iter()
+        .map(Path::new)
+        .chain(hidden.iter().map(PathBuf::as_path))
+    {
+        mask(base, file)?;
+    }
+    for dir in MASKED_DIRS.iter().map(Path::new) {
+        mask(base, dir)?;
+    }
+
+    let old = base.join(".old-root");
+    io("create", &old, fs::create_dir_all(&old))?;
+    step("pivot_root to", base, pivot_root(base, &old))?;
+    step("chdir", Path::new("/"), chdir("/"))?;
+    step(
+        "detach the old root",
+        Path::new("/.old-root"),
+        umount2("/.old-root", MntFlags::MNT_DETACH),
+    )?;
+    io(
+        "remove",
+        Path::new("/.old-root"),
+        fs::remove_dir("/.old-root"),
+    )?;
+    // The assembled root itself is read-only: only the bound writable paths and /tmp accept writes.
+    step(
+        "remount / read-only",
+        Path::new("/"),
+        mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REMOUNT
+                | MsFlags::MS_BIND
+                | MsFlags::MS_RDONLY
+                | MsFlags::MS_NOSUID
+                | MsFlags::MS_NODEV,
+            None::<&str>,
+        ),
+    )?;
+    Ok(())
+}
+
+/// Binds host `path` at the same place under `base`; symlinks (merged /usr) are recreated.
+fn bind_into(base: &Path, path: &Path, read_only: bool) -> Step {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return Ok(()); // absent on this host
+    };
+    let target = base.join(path.strip_prefix("/").unwrap_or(path));
+    if meta.file_type().is_symlink() {
+        let link = io("read link", path, fs::read_link(path))?;
+        if let Some(parent) = target.parent() {
+            io("create", parent, fs::create_dir_all(parent))?;
+        }
+        return io("link", &target, symlink(link, &target));
+    }
+    if meta.is_dir() {
+        io("create", &target, fs::create_dir_all(&target))?;
+    } else {
+        if let Some(parent) = target.parent() {
+            io("create", parent, fs::create_dir_all(parent))?;
+        }
+        io("create", &target, fs::write(&target, b""))?;
+    }
+    step(
+        "bind",
+        path,
+        mount(
+            Some(path),
+            &target,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        ),
+    )?;
+    let mut flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    if read_only {
+        flags |= MsFlags::MS_RDONLY;
+    }
+    // A user namespace may not clear flags the host mount has locked: keep them.
+    if let Ok(st) = statvfs(&target) {
+        let f = st.flags();
+        if f.contains(FsFlags::ST_NOEXEC) {
+            flags |= MsFlags::MS_NOEXEC;
+        }
+        if f.contains(FsFlags::ST_NOATIME) {
+            flags |= MsFlags::MS_NOATIME;
+        }
+        if f.contains(FsFlags::ST_RDONLY) {
+            flags |= MsFlags::MS_RDONLY;
+        }
+    }
+    step(
+        "remount",
+        path,
+        mount(None::<&str>, &target, None::<&str>, flags, None::<&str>),
+    )
+}
+
+/// Hides `path` inside the view (when it exists there) under an empty read-only mount.
+fn mask(base: &Path, path: &Path) -> Step {
+    let target = base.join(path.strip_prefix("/").unwrap_or(path));
+    let Ok(meta) = fs::symlink_metadata(&target) else {
+        return Ok(());
+    };
+    if meta.is_dir() {
+        step(
+            "hide",
+            path,
+            mount(
+                Some("tmpfs"),
+                &target,
+                Some("tmpfs"),
+                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+                Some("size=4k,mode=0"),
+            ),
+        )
+    } else if meta.is_file() {
+        step(
+            "hide",
+            path,
+            mount(
+                Some("/dev/null"),
+                &target,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            ),
+        )
+    } else {
+        Ok(())
+    }
+}
+
+fn make_dev(base: &Path) -> Step {
+    let dev = base.join("dev");
+    io("create", &dev, fs::create_dir_all(&dev))?;
+    step(
+        "mount /dev at",
+        &dev,
+        mount(
+            Some("tmpfs"),
+            &dev,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+            Some("mode=0755,size=64k"),
+        ),
+    )?;
+    for name in DEVICES {
+        let host = Path::new("/dev").join(name);
+        if !host.exists() {
+            continue;
+        }
+        let node = dev.join(name);
+        io("create", &node, fs::write(&node, b""))?;
+        step(
+            "bind device",
+            &host,
+            mount(
+                Some(&host),
+                &node,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            ),
+        )?;
+    }
+    let shm = dev.join("shm");
+    io("create", &shm, fs::create_dir_all(&shm))?;
+    step(
+        "mount /dev/shm at",
+        &shm,
+        mount(
+            Some("tmpfs"),
+            &shm,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some("mode=1777,size=64m"),
+        ),
+    )?;
+    for (name, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        let link = dev.join(name);
+        io("link", &link, symlink(target, &link))?;
+    }
+    Ok(())
+}
