@@ -2,6 +2,7 @@
 //! `reef-sandbox-exec` program) confines itself and then runs the command, so reef itself is
 //! never confined. See `init` for PID 1 and `mounts`/`confine` for the layers.
 
+mod cgroup;
 mod confine;
 mod init;
 mod mounts;
@@ -41,6 +42,46 @@ fn outer(args: Vec<OsString>) -> Result<i32, String> {
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| format!("set the parent-death signal: {e}"))?;
     let (uid, gid) = (geteuid().as_raw(), getegid().as_raw());
+    // The cgroup is joined, and later removed, by this process, which stays in the host's
+    // user namespace; a child creates the sandbox's namespaces.
+    let cgroups = cgroup::join(&spec.limits);
+    let code = match sys::fork_process().map_err(|e| format!("fork: {e}"))? {
+        ForkResult::Child => {
+            let code = match confined(&spec, &command, uid, gid) {
+                Ok(code) => code,
+                Err(message) => {
+                    let _ = writeln!(std::io::stderr(), "reef-sandbox: {message}");
+                    init::SETUP_FAILED
+                }
+            };
+            std::process::exit(code);
+        }
+        ForkResult::Parent { child } => wait_code(child, "the sandbox"),
+    };
+    cgroups.leave();
+    code
+}
+
+/// Waits for `child` and turns its end into an exit code (128 + signal when killed).
+fn wait_code(child: nix::unistd::Pid, what: &str) -> Result<i32, String> {
+    loop {
+        match waitpid(child, None) {
+            Ok(WaitStatus::Exited(_, code)) => return Ok(code),
+            Ok(WaitStatus::Signaled(_, signal, _)) => return Ok(128 + signal as i32),
+            Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(format!("wait for {what}: {e}")),
+        }
+    }
+}
+
+/// Creates the namespaces, forks PID 1 and waits for it.
+fn confined(
+    spec: &spec::HelperSpec,
+    command: &[OsString],
+    uid: u32,
+    gid: u32,
+) -> Result<i32, String> {
+    prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| format!("set the parent-death signal: {e}"))?;
     let mut flags = CloneFlags::CLONE_NEWUSER
         | CloneFlags::CLONE_NEWNS
         | CloneFlags::CLONE_NEWPID
@@ -58,7 +99,7 @@ fn outer(args: Vec<OsString>) -> Result<i32, String> {
     confine::write_id_maps((0, uid), (0, gid))?;
     match sys::fork_process().map_err(|e| format!("fork PID 1: {e}"))? {
         ForkResult::Child => {
-            let code = match init::run(&spec, &command) {
+            let code = match init::run(spec, command) {
                 Ok(code) => code,
                 Err(message) => {
                     let _ = writeln!(std::io::stderr(), "reef-sandbox: {message}");
@@ -67,13 +108,6 @@ fn outer(args: Vec<OsString>) -> Result<i32, String> {
             };
             std::process::exit(code);
         }
-        ForkResult::Parent { child } => loop {
-            match waitpid(child, None) {
-                Ok(WaitStatus::Exited(_, code)) => return Ok(code),
-                Ok(WaitStatus::Signaled(_, signal, _)) => return Ok(128 + signal as i32),
-                Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(format!("wait for PID 1: {e}")),
-            }
-        },
+        ForkResult::Parent { child } => wait_code(child, "PID 1"),
     }
 }
