@@ -4,6 +4,7 @@
 use crate::capture::{Captured, drain};
 use crate::error::SandboxError;
 use crate::group::{GroupGuard, signal_group};
+use crate::linux::cgroup::SessionCgroup;
 use crate::linux::spec::{self, HelperSpec};
 use crate::policy::{NetworkMode, SandboxBackend, SandboxPolicy};
 use crate::request::{ExecOutput, ExecRequest};
@@ -11,7 +12,7 @@ use rustix::process::{Pid, Signal};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, Command};
@@ -25,13 +26,23 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 #[derive(Clone, Debug)]
 pub struct Sandbox {
     policy: Arc<SandboxPolicy>,
+    /// The session's cgroups, created at the first kernel-confined run; removed when the last
+    /// clone of this `Sandbox` is dropped.
+    cgroup: Arc<OnceLock<SessionCgroup>>,
 }
 
 impl Sandbox {
     pub fn new(policy: SandboxPolicy) -> Self {
         Self {
             policy: Arc::new(policy),
+            cgroup: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// Resource controllers the session could not set up (empty when all limits apply, or
+    /// before the first confined run).
+    pub fn limit_problems(&self) -> Vec<String> {
+        self.cgroup.get().map(|c| c.problems.clone()).unwrap_or_default()
     }
 
     pub fn policy(&self) -> &SandboxPolicy {
@@ -138,6 +149,11 @@ impl Sandbox {
                     hidden: secret_paths(),
                     network: self.policy.network,
                     limits: self.policy.limits.clone(),
+                    cgroups: self
+                        .cgroup
+                        .get_or_init(|| SessionCgroup::create(&self.policy.limits))
+                        .dirs()
+                        .to_vec(),
                 };
                 let args = spec::encode(&spec, &req.program, &req.args)
                     .map_err(SandboxError::Unsupported)?;

@@ -2,7 +2,7 @@
 //! `reef-sandbox-exec` program) confines itself and then runs the command, so reef itself is
 //! never confined. See `init` for PID 1 and `mounts`/`confine` for the layers.
 
-mod cgroup;
+pub(crate) mod cgroup;
 mod confine;
 mod init;
 mod mounts;
@@ -42,24 +42,12 @@ fn outer(args: Vec<OsString>) -> Result<i32, String> {
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| format!("set the parent-death signal: {e}"))?;
     let (uid, gid) = (geteuid().as_raw(), getegid().as_raw());
-    // The cgroup is joined, and later removed, by this process, which stays in the host's
-    // user namespace; a child creates the sandbox's namespaces.
-    let cgroups = cgroup::join(&spec.limits);
-    let code = match sys::fork_process().map_err(|e| format!("fork: {e}"))? {
-        ForkResult::Child => {
-            let code = match confined(&spec, &command, uid, gid) {
-                Ok(code) => code,
-                Err(message) => {
-                    let _ = writeln!(std::io::stderr(), "reef-sandbox: {message}");
-                    init::SETUP_FAILED
-                }
-            };
-            std::process::exit(code);
-        }
-        ForkResult::Parent { child } => wait_code(child, "the sandbox"),
-    };
-    cgroups.leave();
-    code
+    // Join the session's cgroups while still in the host's user namespace (best effort: the
+    // session recorded any controller it could not set up).
+    if let Err(problem) = cgroup::join(&spec.cgroups) {
+        tracing::debug!(%problem, "cgroup not joined");
+    }
+    confined(&spec, &command, uid, gid)
 }
 
 /// Waits for `child` and turns its end into an exit code (128 + signal when killed).
@@ -81,7 +69,6 @@ fn confined(
     uid: u32,
     gid: u32,
 ) -> Result<i32, String> {
-    prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| format!("set the parent-death signal: {e}"))?;
     let mut flags = CloneFlags::CLONE_NEWUSER
         | CloneFlags::CLONE_NEWNS
         | CloneFlags::CLONE_NEWPID

@@ -17,6 +17,8 @@ pub struct HelperSpec {
     pub hidden: Vec<PathBuf>,
     pub network: NetworkMode,
     pub limits: Limits,
+    /// cgroup directories of the session to join (pids, memory).
+    pub cgroups: Vec<PathBuf>,
 }
 
 /// Builds the helper's arguments for `spec` and a command.
