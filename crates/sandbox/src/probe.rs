@@ -116,7 +116,10 @@ pub fn probe_root(root: &Path) -> IsolationReport {
     let landlock = if let Some(Ok(abi)) = live {
         Feature::new(Availability::Available, format!("ABI version {abi}"))
     } else if let Some(Err(errno)) = live.filter(|_| read("sys/kernel/security/lsm").is_none()) {
-        Feature::new(Availability::Unavailable, format!("landlock_create_ruleset: {errno}"))
+        Feature::new(
+            Availability::Unavailable,
+            format!("landlock_create_ruleset: {errno}"),
+        )
     } else if lsm.iter().any(|m| m == "landlock") {
         Feature::new(
             Availability::Available,

@@ -42,7 +42,10 @@ impl Sandbox {
     /// Resource controllers the session could not set up (empty when all limits apply, or
     /// before the first confined run).
     pub fn limit_problems(&self) -> Vec<String> {
-        self.cgroup.get().map(|c| c.problems.clone()).unwrap_or_default()
+        self.cgroup
+            .get()
+            .map(|c| c.problems.clone())
+            .unwrap_or_default()
     }
 
     pub fn policy(&self) -> &SandboxPolicy {

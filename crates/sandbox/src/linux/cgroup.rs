@@ -27,8 +27,10 @@ impl SessionCgroup {
     pub(crate) fn create(limits: &Limits) -> SessionCgroup {
         let mut session = SessionCgroup::default();
         let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-        let wanted: [(&str, Option<u64>); 2] =
-            [("pids", limits.max_processes), ("memory", limits.memory_bytes)];
+        let wanted: [(&str, Option<u64>); 2] = [
+            ("pids", limits.max_processes),
+            ("memory", limits.memory_bytes),
+        ];
         let name = format!(
             "{PREFIX}{}-{}",
             std::process::id(),
@@ -82,7 +84,8 @@ fn locate(own: &str, controller: &str) -> Option<(PathBuf, bool)> {
         names.split(',').any(|n| n == controller).then_some(path)
     })?;
     let base = Path::new(ROOT).join(controller);
-    base.is_dir().then(|| (base.join(rel.trim_start_matches('/')), false))
+    base.is_dir()
+        .then(|| (base.join(rel.trim_start_matches('/')), false))
 }
 
 fn create_one(own: &str, controller: &str, limit: u64, name: &str) -> Result<PathBuf, String> {
@@ -106,7 +109,9 @@ fn create_one(own: &str, controller: &str, limit: u64, name: &str) -> Result<Pat
 
 /// Removes empty cgroups left by sessions that ended without cleaning up.
 fn sweep(parent: &Path) {
-    let Ok(entries) = fs::read_dir(parent) else { return };
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
     for entry in entries.flatten() {
         if entry.file_name().to_string_lossy().starts_with(PREFIX) {
             let _ = fs::remove_dir(entry.path()); // fails (harmlessly) while still in use

@@ -1,6 +1,8 @@
-//! reef-sandbox integration tests: running, capturing, killing and probing.
+//! reef-sandbox integration tests: running, capturing, killing, probing and the escape suite
+//! of the `landlock` backend.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
+mod escape;
 mod kill;
 mod probe;
 mod run;

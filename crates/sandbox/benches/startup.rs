@@ -1,0 +1,180 @@
+//! Start-up cost of the sandbox: the median wall time to start and finish `true`
+//! (1) through `Sandbox::run` with the plain backend, (2) through `Sandbox::run` with the
+//! landlock backend (helper, namespaces, filesystem view, Landlock, seccomp, limits, PID 1),
+//! and (3) as a baseline, `std::process::Command::new("true").status()`.
+//!
+//! Run with `cargo build --release -p reef-sandbox --bins && cargo bench -p reef-sandbox
+//! --bench startup`. The three variants are interleaved in blocks, so drift in machine load
+//! affects them alike.
+#![allow(clippy::print_stdout, reason = "a benchmark reports on stdout")]
+#![allow(clippy::print_stderr, reason = "a benchmark reports its setup errors")]
+
+use reef_sandbox::{
+    ExecRequest, HelperCommand, Sandbox, SandboxBackend, SandboxError, SandboxPolicy,
+};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+const WARMUP: usize = 20;
+const ITERATIONS: usize = 200;
+/// Iterations of one variant in a row before switching to the next.
+const BLOCK: usize = 10;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("startup bench: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The helper binary: cargo puts benches in `target/<profile>/deps/`, bins in
+/// `target/<profile>/`. Benches get no `CARGO_BIN_EXE_*`, so it is looked up there.
+fn helper_path() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("locate the bench executable: {e}"))?;
+    let helper = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("reef-sandbox-exec"))
+        .ok_or_else(|| format!("unexpected bench location {}", exe.display()))?;
+    if helper.is_file() {
+        Ok(helper)
+    } else {
+        Err(format!(
+            "the helper {} is missing: run `cargo build --release -p reef-sandbox --bins` first",
+            helper.display()
+        ))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Variant {
+    Plain,
+    Landlock,
+    Raw,
+}
+
+impl Variant {
+    const ALL: [Variant; 3] = [Variant::Plain, Variant::Landlock, Variant::Raw];
+
+    fn name(self) -> &'static str {
+        match self {
+            Variant::Plain => "plain (Sandbox::run, backend none)",
+            Variant::Landlock => "landlock (Sandbox::run)",
+            Variant::Raw => "raw (Command::new(\"true\").status())",
+        }
+    }
+}
+
+struct Bench {
+    rt: tokio::runtime::Runtime,
+    plain: Sandbox,
+    landlock: Sandbox,
+    workspace: tempfile::TempDir,
+}
+
+impl Bench {
+    /// One start-to-finish of `true`; fails unless it exits 0.
+    fn once(&self, variant: Variant) -> Result<Duration, String> {
+        let started = Instant::now();
+        let outcome = match variant {
+            Variant::Plain => self.sandboxed(&self.plain),
+            Variant::Landlock => self.sandboxed(&self.landlock),
+            Variant::Raw => match std::process::Command::new("true").status() {
+                Ok(status) if status.success() => Ok(()),
+                Ok(status) => Err(status.to_string()),
+                Err(e) => Err(format!("spawn: {e}")),
+            },
+        };
+        let elapsed = started.elapsed();
+        outcome
+            .map(|()| elapsed)
+            .map_err(|e| format!("`true` failed under {}: {e}", variant.name()))
+    }
+
+    fn sandboxed(&self, sandbox: &Sandbox) -> Result<(), String> {
+        let req = ExecRequest::new(
+            "true",
+            vec![],
+            self.workspace.path().to_path_buf(),
+            Duration::from_secs(30),
+        );
+        let out = self
+            .rt
+            .block_on(sandbox.run(req))
+            .map_err(|e: SandboxError| e.to_string())?;
+        if !out.success() {
+            return Err(format!(
+                "exit {:?}, signal {:?}, stderr {:?}",
+                out.exit_code, out.signal, out.stderr
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn run() -> Result<(), String> {
+    let helper = helper_path()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?;
+    let landlock = Sandbox::new(SandboxPolicy {
+        backend: SandboxBackend::Landlock,
+        helper: Some(HelperCommand {
+            program: helper,
+            args: vec![],
+        }),
+        ..SandboxPolicy::default()
+    });
+    let bench = Bench {
+        rt,
+        plain: Sandbox::new(SandboxPolicy::default()),
+        landlock,
+        workspace: tempfile::tempdir().map_err(|e| format!("workspace tempdir: {e}"))?,
+    };
+
+    for _ in 0..WARMUP {
+        for variant in Variant::ALL {
+            bench.once(variant)?;
+        }
+    }
+    let mut samples: [Vec<Duration>; 3] = Default::default();
+    let mut done = 0;
+    while done < ITERATIONS {
+        let block = BLOCK.min(ITERATIONS - done);
+        for (i, variant) in Variant::ALL.into_iter().enumerate() {
+            for _ in 0..block {
+                samples[i].push(bench.once(variant)?);
+            }
+        }
+        done += block;
+    }
+
+    let [plain, landlock, raw] = samples.map(median);
+    println!(
+        "startup of `true`: median of {ITERATIONS} runs after {WARMUP} warm-up, in blocks of {BLOCK}"
+    );
+    for (variant, value) in Variant::ALL.into_iter().zip([plain, landlock, raw]) {
+        println!("  {:<40} {:>10.3} ms", variant.name(), ms(value));
+    }
+    println!("  landlock / plain  {:>8.2}x", ratio(landlock, plain));
+    println!("  landlock / raw    {:>8.2}x", ratio(landlock, raw));
+    Ok(())
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort_unstable();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(f64::MIN_POSITIVE)
+}
