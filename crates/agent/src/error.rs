@@ -20,4 +20,11 @@ pub enum AgentError {
     /// The model client could not be built from config (bad base URL, TLS setup).
     #[error("model setup: {0}")]
     Setup(String),
+    /// `sandbox.required` is set but the configured backend cannot confine tools on this
+    /// machine; fatal. Fix the machine (see `reef sandbox status`) or unset `sandbox.required`.
+    #[error(
+        "the sandbox is required (sandbox.required = true) but the {backend} backend cannot \
+         run here: {reason}"
+    )]
+    SandboxUnavailable { backend: String, reason: String },
 }

@@ -17,5 +17,8 @@ mod turn;
 pub use error::AgentError;
 pub use handle::{AgentHandle, spawn};
 pub use session::{Session, SessionOptions};
-pub use setup::{builtin_tools, model_client, provider_settings, session_options};
+pub use setup::{
+    DISABLED_WARNING, builtin_tools, fallback_warning, model_client, policy_from_config,
+    provider_settings, sandbox_policy, session_options,
+};
 pub use textcalls::parse_text_tool_calls;

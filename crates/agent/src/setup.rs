@@ -2,10 +2,10 @@
 
 use crate::error::AgentError;
 use crate::session::SessionOptions;
-use reef_config::{Config, ProviderConfig};
+use reef_config::{Config, NetworkModeName, ProviderConfig, SandboxBackendName};
 use reef_core::ModelClient;
 use reef_llm::ProviderSettings;
-use reef_sandbox::{Sandbox, SandboxPolicy};
+use reef_sandbox::{HelperCommand, Limits, NetworkMode, Sandbox, SandboxBackend, SandboxPolicy};
 use reef_tools::{BuiltinConfig, ToolRegistry};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,9 +33,86 @@ pub fn provider_settings(provider: &ProviderConfig) -> ProviderSettings {
     }
 }
 
-/// The built-in tools, running their processes through a sandbox with the default policy.
-pub fn builtin_tools(config: &Config) -> Arc<ToolRegistry> {
-    let sandbox = Arc::new(Sandbox::new(SandboxPolicy::default()));
+/// The sandbox policy `[sandbox]` asks for, as configured (no check that it works here; see
+/// [`sandbox_policy`]). `helper` starts the process that applies a kernel backend, e.g. the
+/// `reef` binary with `sandbox-exec`.
+pub fn policy_from_config(config: &Config, helper: Option<HelperCommand>) -> SandboxPolicy {
+    let s = &config.sandbox;
+    SandboxPolicy {
+        backend: match s.backend {
+            SandboxBackendName::Landlock => SandboxBackend::Landlock,
+            SandboxBackendName::None => SandboxBackend::Plain,
+        },
+        network: match s.network {
+            NetworkModeName::None => NetworkMode::None,
+            NetworkModeName::Allowlist => NetworkMode::Allowlist,
+            NetworkModeName::Full => NetworkMode::Full,
+        },
+        allow_domains: s.allow_domains.clone(),
+        writable: s.writable.clone(),
+        limits: Limits {
+            cpu_secs: Some(s.cpu_secs),
+            memory_bytes: Some(s.memory_bytes),
+            max_processes: Some(s.max_processes),
+            file_size_bytes: Some(s.file_size_bytes),
+            open_files: Some(s.open_files),
+        },
+        helper,
+        ..SandboxPolicy::default()
+    }
+}
+
+/// The policy tools run under on this machine, and a warning to show on every turn when they
+/// run unconfined.
+///
+/// With `backend = "landlock"` the backend's self-test runs first. If it fails, reef refuses
+/// ([`AgentError::SandboxUnavailable`]) when `sandbox.required` is set, and otherwise falls back
+/// to the plain runner with a warning. `backend = "none"` always comes with a warning, and is
+/// refused when `sandbox.required` is set.
+pub async fn sandbox_policy(
+    config: &Config,
+    helper: Option<HelperCommand>,
+) -> Result<(SandboxPolicy, Option<String>), AgentError> {
+    let mut policy = policy_from_config(config, helper);
+    let required = config.sandbox.required;
+    match policy.backend {
+        SandboxBackend::Plain if required => Err(AgentError::SandboxUnavailable {
+            backend: "none".into(),
+            reason: "sandbox.backend is \"none\" but sandbox.required is true".into(),
+        }),
+        SandboxBackend::Plain => Ok((policy, Some(DISABLED_WARNING.to_owned()))),
+        SandboxBackend::Landlock => match reef_sandbox::self_test(&policy).await {
+            Ok(()) => Ok((policy, None)),
+            Err(err) if required => Err(AgentError::SandboxUnavailable {
+                backend: policy.backend.as_str().into(),
+                reason: err.to_string(),
+            }),
+            Err(err) => {
+                let warning = fallback_warning(policy.backend.as_str(), &err.to_string());
+                policy.backend = SandboxBackend::Plain;
+                Ok((policy, Some(warning)))
+            }
+        },
+    }
+}
+
+/// Shown on every turn when `sandbox.backend = "none"`.
+pub const DISABLED_WARNING: &str = "sandbox disabled by config (sandbox.backend = \"none\"): \
+     tools run unconfined and can read and write everything your user can";
+
+/// Shown on every turn when the configured backend does not work and reef fell back.
+pub fn fallback_warning(backend: &str, reason: &str) -> String {
+    format!(
+        "the {backend} sandbox does not work on this machine ({reason}); tools run UNCONFINED \
+         and can read and write everything your user can. Set sandbox.required = true to refuse \
+         instead, or see `reef sandbox status`"
+    )
+}
+
+/// The built-in tools, running their processes through a sandbox with `policy` (usually from
+/// [`sandbox_policy`]).
+pub fn builtin_tools(config: &Config, policy: SandboxPolicy) -> Arc<ToolRegistry> {
+    let sandbox = Arc::new(Sandbox::new(policy));
     let tools = BuiltinConfig {
         shell_timeout_secs: config.tools.shell_timeout_secs,
         max_shell_output_chars: config.tools.max_shell_output_chars,

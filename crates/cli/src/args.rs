@@ -1,6 +1,8 @@
 //! The command-line grammar of `reef` (clap derive).
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
 
 /// reef: a self-hosted operating system for autonomous AI agents.
 #[derive(Debug, Parser)]
@@ -43,8 +45,100 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Run a command in the tool sandbox, or check that the sandbox works here.
+    Sandbox {
+        #[command(subcommand)]
+        command: SandboxCommand,
+    },
     /// Check config, store, the model provider and this machine's isolation features.
     Doctor(JsonFlag),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Run CMD in the current directory under the sandbox policy a tool gets (config + flags).
+    /// Exits with CMD's exit code, 128+N when a signal N killed it, 124 on timeout.
+    Run(SandboxRunArgs),
+    /// Show the configured backend, network mode and limits, whether the backend works on
+    /// this machine, and the kernel's isolation features. Exit 1 when the backend does not work.
+    Status(JsonFlag),
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxRunArgs {
+    /// Network access (default: sandbox.network).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub net: Option<NetArg>,
+    /// A domain reachable with `--net allowlist` (repeatable; `*.example.com` for subdomains).
+    #[arg(long = "allow-domain", value_name = "DOMAIN", value_parser = domain_arg)]
+    pub allow_domains: Vec<String>,
+    /// Memory limit, e.g. 256M or 2G (default: sandbox.memory).
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    pub mem: Option<u64>,
+    /// Wall-clock limit, e.g. 500ms, 10s or 2m (default: tools.shell_timeout_secs).
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub timeout: Option<Duration>,
+    /// An extra writable path besides the current directory (repeatable).
+    #[arg(long = "rw", value_name = "PATH")]
+    pub writable: Vec<PathBuf>,
+    /// The backend (default: sandbox.backend).
+    #[arg(long, value_enum, value_name = "BACKEND")]
+    pub backend: Option<BackendArg>,
+    /// The command and its arguments (put `--` before them).
+    #[arg(
+        value_name = "CMD",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<String>,
+}
+
+/// `--net` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum NetArg {
+    None,
+    Allowlist,
+    Full,
+}
+
+/// `--backend` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    Landlock,
+    None,
+}
+
+fn size_arg(text: &str) -> Result<u64, String> {
+    reef_config::parse_size(text)
+}
+
+fn domain_arg(text: &str) -> Result<String, String> {
+    reef_config::check_domain(text).map(|()| text.to_owned())
+}
+
+/// Parses `500ms`, `10s`, `2m`, `1h` or a plain number of seconds.
+pub fn duration_arg(text: &str) -> Result<Duration, String> {
+    let expected =
+        || format!("`{text}` is not a duration (expected e.g. \"500ms\", \"10s\", \"2m\")");
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (digits, unit) = trimmed.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| expected())?;
+    let duration = match unit {
+        "ms" => Duration::from_millis(n),
+        "" | "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
+        _ => return Err(expected()),
+    };
+    if duration.is_zero() {
+        return Err("must be greater than 0".into());
+    }
+    Ok(duration)
 }
 
 #[derive(Debug, Args)]
@@ -96,4 +190,72 @@ pub enum SessionsCommand {
 pub enum ConfigCommand {
     /// Show every resolved value and where it came from (secrets masked).
     Show(JsonFlag),
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+
+    #[test]
+    fn durations_take_units() {
+        assert_eq!(duration_arg("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(duration_arg("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(duration_arg("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(duration_arg("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(duration_arg("1h").unwrap(), Duration::from_secs(3600));
+        for bad in ["", "s", "1.5s", "10x", "-1s", "0s", "0ms"] {
+            assert!(duration_arg(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_command_line_parses() {
+        use clap::CommandFactory as _;
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from([
+            "reef",
+            "sandbox",
+            "run",
+            "--net",
+            "allowlist",
+            "--allow-domain",
+            "pypi.org",
+            "--mem",
+            "256M",
+            "--timeout",
+            "2m",
+            "--rw",
+            "/tmp",
+            "--backend",
+            "none",
+            "--",
+            "ls",
+            "-la",
+            "--mem",
+        ])
+        .unwrap();
+        let Command::Sandbox {
+            command: SandboxCommand::Run(args),
+        } = cli.command
+        else {
+            panic!("not sandbox run");
+        };
+        assert_eq!(args.net, Some(NetArg::Allowlist));
+        assert_eq!(args.allow_domains, ["pypi.org"]);
+        assert_eq!(args.mem, Some(256 * 1024 * 1024));
+        assert_eq!(args.timeout, Some(Duration::from_secs(120)));
+        assert_eq!(args.writable, [PathBuf::from("/tmp")]);
+        assert_eq!(args.backend, Some(BackendArg::None));
+        assert_eq!(args.command, ["ls", "-la", "--mem"]);
+
+        let cli = Cli::try_parse_from(["reef", "sandbox", "run", "sh", "-c", "exit 3"]).unwrap();
+        let Command::Sandbox {
+            command: SandboxCommand::Run(args),
+        } = cli.command
+        else {
+            panic!("not sandbox run");
+        };
+        assert_eq!(args.command, ["sh", "-c", "exit 3"]);
+    }
 }

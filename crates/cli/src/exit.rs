@@ -47,7 +47,8 @@ pub fn classify(err: &anyhow::Error) -> u8 {
                 reef_agent::AgentError::Model(_) | reef_agent::AgentError::Setup(_) => MODEL,
                 reef_agent::AgentError::NoSuchSession(_)
                 | reef_agent::AgentError::Workspace { .. } => USAGE,
-                reef_agent::AgentError::Store(_) => RUNTIME,
+                reef_agent::AgentError::Store(_)
+                | reef_agent::AgentError::SandboxUnavailable { .. } => RUNTIME,
             };
         }
         if let Some(store) = cause.downcast_ref::<reef_store::StoreError>()

@@ -12,9 +12,17 @@ mod home;
 mod render;
 
 use clap::Parser;
+use std::ffi::OsStr;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The sandbox helper re-executes this binary. It must run before clap (it has its own
+    // arguments) and before the tokio runtime exists: it forks, so it stays single-threaded.
+    if std::env::args_os().nth(1).as_deref() == Some(OsStr::new(cmd::sandbox::HELPER_SUBCOMMAND)) {
+        std::process::exit(reef_sandbox::helper_main(
+            std::env::args_os().skip(2).collect(),
+        ));
+    }
     let cli = args::Cli::parse();
     init_tracing(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()

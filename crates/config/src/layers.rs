@@ -142,6 +142,18 @@ http_timeout_secs = 30
 
 [store]
 path = "reef.db"
+
+[sandbox]
+backend = "landlock"
+required = false
+network = "none"
+allow_domains = []
+writable = []
+memory = "2G"
+file_size = "1G"
+cpu_secs = 300
+max_processes = 256
+open_files = 1024
 "#;
     Layer {
         origin: Origin::Default,

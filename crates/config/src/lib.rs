@@ -8,11 +8,15 @@ mod error;
 mod layers;
 mod raw;
 mod resolve;
+mod sandbox;
 mod secret;
 
 pub use error::ConfigError;
 pub use layers::{LoadOptions, Origin};
 pub use resolve::{AgentConfig, Config, ConfigEntry, ProviderConfig, ToolsConfig};
+pub use sandbox::{
+    NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,
+};
 pub use secret::Secret;
 
 /// The file name looked up in the home and the project directory.

@@ -1,5 +1,6 @@
 //! The raw shape of `reef.toml`: every field optional, unknown keys rejected.
 
+use crate::sandbox::{ByteSize, NetworkModeName, SandboxBackendName};
 use reef_core::WireApi;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -13,6 +14,7 @@ pub(crate) struct ConfigToml {
     pub agent: Option<AgentToml>,
     pub tools: Option<ToolsToml>,
     pub store: Option<StoreToml>,
+    pub sandbox: Option<SandboxToml>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -57,6 +59,21 @@ pub(crate) struct ToolsToml {
 #[serde(deny_unknown_fields)]
 pub(crate) struct StoreToml {
     pub path: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SandboxToml {
+    pub backend: Option<SandboxBackendName>,
+    pub required: Option<bool>,
+    pub network: Option<NetworkModeName>,
+    pub allow_domains: Option<Vec<String>>,
+    pub writable: Option<Vec<String>>,
+    pub memory: Option<ByteSize>,
+    pub file_size: Option<ByteSize>,
+    pub cpu_secs: Option<u64>,
+    pub max_processes: Option<u64>,
+    pub open_files: Option<u64>,
 }
 
 /// Deserializes a TOML table, naming the exact key path on failure.

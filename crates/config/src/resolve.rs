@@ -3,6 +3,7 @@
 use crate::error::ConfigError;
 use crate::layers::{self, LoadOptions, Origin};
 use crate::raw::{self, ProviderToml};
+use crate::sandbox::{self, SandboxConfig};
 use crate::secret::Secret;
 use reef_core::WireApi;
 use std::collections::BTreeMap;
@@ -62,6 +63,7 @@ pub struct Config {
     pub agent: AgentConfig,
     pub tools: ToolsConfig,
     pub store_path: PathBuf,
+    pub sandbox: SandboxConfig,
     /// Config files that were found and read, lowest precedence first.
     pub files: Vec<PathBuf>,
     entries: Vec<ConfigEntry>,
@@ -128,6 +130,7 @@ impl Config {
             p.api_key = Some(Secret::new(key.clone()));
         }
 
+        let sandbox = sandbox::resolve(parsed.sandbox.unwrap_or_default(), &opts.env, &origin_of)?;
         let agent = parsed.agent.unwrap_or_default();
         let tools = parsed.tools.unwrap_or_default();
         let store_path = PathBuf::from(
@@ -159,6 +162,7 @@ impl Config {
                 http_timeout_secs: tools.http_timeout_secs.unwrap_or(30),
             },
             store_path,
+            sandbox,
             files: merged.files,
             entries: Vec::new(),
         };

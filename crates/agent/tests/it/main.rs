@@ -5,6 +5,7 @@ mod budgets;
 mod interrupt;
 mod outputs;
 mod resume;
+mod setup;
 
 use reef_agent::{Session, SessionOptions};
 use reef_core::{Event, EventMsg, WireApi};

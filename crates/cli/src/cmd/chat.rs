@@ -20,7 +20,8 @@ Ctrl-C interrupts a running turn; at the prompt it leaves.";
 
 pub async fn chat(overrides: &[String], args: ChatArgs) -> anyhow::Result<u8> {
     let (config, store) = session::prepare(overrides)?;
-    let mut current = session::open(&config, &store, args.session.as_deref()).await?;
+    let tools = session::Tools::from_config(&config).await?;
+    let mut current = session::open(&config, &store, &tools, args.session.as_deref()).await?;
     let mut renderer = Renderer::new(Mode::Human);
     announce(&current);
     let mut sigint = session::interrupts()?;
@@ -48,7 +49,7 @@ pub async fn chat(overrides: &[String], args: ChatArgs) -> anyhow::Result<u8> {
                 ("quit" | "exit" | "q", _) => return Ok(exit::OK),
                 ("help" | "h" | "?", _) => eprintln!("{HELP}"),
                 ("new", _) => {
-                    current = session::open(&config, &store, None).await?;
+                    current = session::open(&config, &store, &tools, None).await?;
                     announce(&current);
                 }
                 ("model", None) => show_models(&config, &current),
@@ -59,8 +60,14 @@ pub async fn chat(overrides: &[String], args: ChatArgs) -> anyhow::Result<u8> {
             continue;
         }
         let mut handle = reef_agent::spawn(current);
-        let result =
-            session::drive_turn(&mut handle, &mut renderer, &mut sigint, line.to_owned()).await;
+        let result = session::drive_turn(
+            &mut handle,
+            &mut renderer,
+            &mut sigint,
+            line.to_owned(),
+            tools.warning.as_deref(),
+        )
+        .await;
         let Some(back) = session::shutdown(handle, &mut renderer).await else {
             anyhow::bail!("the session task failed");
         };

@@ -2,6 +2,7 @@
 
 use crate::exit;
 use crate::home;
+use reef_sandbox::{NetworkMode, SandboxBackend, SandboxPolicy};
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -70,16 +71,7 @@ pub async fn doctor(overrides: &[String], json: bool) -> anyhow::Result<u8> {
         }
         checks.push(provider_check(config).await);
     }
-    let report = reef_sandbox::probe();
-    checks.push(Check {
-        name: "isolation",
-        status: Status::Warn,
-        detail: format!(
-            "processes run in the plain runner (scrubbed env, timeouts, process-group kill); \
-             kernel isolation is not enabled yet. This machine: {}",
-            report.summary_lines().join("; ")
-        ),
-    });
+    checks.push(isolation_check(config.as_ref()).await);
 
     let failed = checks.iter().any(|c| c.status == Status::Fail);
     if json {
@@ -95,6 +87,92 @@ pub async fn doctor(overrides: &[String], json: bool) -> anyhow::Result<u8> {
         }
     }
     Ok(if failed { exit::RUNTIME } else { exit::OK })
+}
+
+/// Whether tools will be confined: the configured backend's self-test, judged against
+/// `sandbox.required`, with the kernel's features for context.
+async fn isolation_check(config: Option<&reef_config::Config>) -> Check {
+    let machine = reef_sandbox::probe().summary_lines().join("; ");
+    let helper = match super::sandbox::helper() {
+        Ok(helper) => helper,
+        Err(err) => {
+            return Check {
+                name: "isolation",
+                status: Status::Fail,
+                detail: format!("{err:#}"),
+            };
+        }
+    };
+    let (policy, required) = match config {
+        Some(config) => (
+            reef_agent::policy_from_config(config, Some(helper)),
+            config.sandbox.required,
+        ),
+        // The config is broken (reported above): judge the default backend.
+        None => (
+            SandboxPolicy {
+                backend: SandboxBackend::Landlock,
+                helper: Some(helper),
+                ..SandboxPolicy::default()
+            },
+            false,
+        ),
+    };
+    if policy.backend == SandboxBackend::Plain {
+        return Check {
+            name: "isolation",
+            status: Status::Warn,
+            detail: format!("{}. This machine: {machine}", reef_agent::DISABLED_WARNING),
+        };
+    }
+    let backend = policy.backend.as_str();
+    match reef_sandbox::self_test(&policy).await {
+        Ok(()) => Check {
+            name: "isolation",
+            status: Status::Ok,
+            detail: format!(
+                "{backend} backend active: network {}, memory {}, {} processes, cpu {} s. \
+                 This machine: {machine}",
+                network_name(policy.network),
+                policy
+                    .limits
+                    .memory_bytes
+                    .map_or_else(|| "unlimited".to_owned(), reef_config::format_size),
+                policy
+                    .limits
+                    .max_processes
+                    .map_or_else(|| "unlimited".to_owned(), |n| n.to_string()),
+                policy
+                    .limits
+                    .cpu_secs
+                    .map_or_else(|| "unlimited".to_owned(), |n| n.to_string()),
+            ),
+        },
+        Err(err) if required => Check {
+            name: "isolation",
+            status: Status::Fail,
+            detail: format!(
+                "sandbox.required is set but the {backend} backend cannot run: {err}; \
+                 reef will refuse to run tools. This machine: {machine}"
+            ),
+        },
+        Err(err) => Check {
+            name: "isolation",
+            status: Status::Warn,
+            detail: format!(
+                "{}. This machine: {machine}",
+                reef_agent::fallback_warning(backend, &err.to_string())
+            ),
+        },
+    }
+}
+
+fn network_name(mode: NetworkMode) -> &'static str {
+    match mode {
+        NetworkMode::None => "none",
+        NetworkMode::Allowlist => "allowlist",
+        NetworkMode::Full => "full",
+    }
 }
 
 async fn provider_check(config: &reef_config::Config) -> Check {

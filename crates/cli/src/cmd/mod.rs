@@ -4,10 +4,11 @@ mod chat;
 mod config;
 mod doctor;
 mod run;
+pub mod sandbox;
 mod session;
 mod sessions;
 
-use crate::args::{Cli, Command, ConfigCommand};
+use crate::args::{Cli, Command, ConfigCommand, SandboxCommand};
 
 /// Runs the chosen command and returns its exit code.
 pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
@@ -18,6 +19,12 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Config {
             command: ConfigCommand::Show(flag),
         } => config::show(&cli.overrides, flag.json),
+        Command::Sandbox {
+            command: SandboxCommand::Run(args),
+        } => sandbox::run(&cli.overrides, args).await,
+        Command::Sandbox {
+            command: SandboxCommand::Status(flag),
+        } => sandbox::status(&cli.overrides, flag.json).await,
         Command::Doctor(flag) => doctor::doctor(&cli.overrides, flag.json).await,
     }
 }

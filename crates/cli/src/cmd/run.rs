@@ -11,7 +11,8 @@ use std::io::{IsTerminal as _, Read as _};
 pub async fn run(overrides: &[String], args: RunArgs) -> anyhow::Result<u8> {
     let prompt = read_prompt(&args.prompt)?;
     let (config, store) = session::prepare(overrides)?;
-    let session = session::open(&config, &store, args.session.as_deref()).await?;
+    let tools = session::Tools::from_config(&config).await?;
+    let session = session::open(&config, &store, &tools, args.session.as_deref()).await?;
     let mode = if args.json { Mode::Json } else { Mode::Human };
     let mut renderer = Renderer::new(mode);
     renderer.event(&session.configured_event(SubmissionId::new()));
@@ -20,7 +21,14 @@ pub async fn run(overrides: &[String], args: RunArgs) -> anyhow::Result<u8> {
     }
     let mut sigint = session::interrupts()?;
     let mut handle = reef_agent::spawn(session);
-    let outcome = session::drive_turn(&mut handle, &mut renderer, &mut sigint, prompt).await?;
+    let outcome = session::drive_turn(
+        &mut handle,
+        &mut renderer,
+        &mut sigint,
+        prompt,
+        tools.warning.as_deref(),
+    )
+    .await?;
     session::shutdown(handle, &mut renderer).await;
     Ok(session::outcome_code(&outcome))
 }

@@ -6,15 +6,40 @@ use crate::render::Renderer;
 use anyhow::Context as _;
 use reef_agent::{AgentHandle, Session};
 use reef_config::Config;
-use reef_core::{EventMsg, Op, TurnOutcome};
+use reef_core::{Event, EventMsg, Op, TurnOutcome};
 use reef_store::Store;
+use reef_tools::ToolRegistry;
+use std::sync::Arc;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+/// The built-in tools under the configured sandbox, after checking that the sandbox works
+/// here, and the warning to show at the start of every turn when tools run unconfined.
+pub struct Tools {
+    pub registry: Arc<ToolRegistry>,
+    pub warning: Option<String>,
+}
+
+impl Tools {
+    pub async fn from_config(config: &Config) -> anyhow::Result<Tools> {
+        let helper = super::sandbox::helper()?;
+        let (policy, warning) = reef_agent::sandbox_policy(config, Some(helper)).await?;
+        Ok(Tools {
+            registry: reef_agent::builtin_tools(config, policy),
+            warning,
+        })
+    }
+}
+
 /// Creates a new session in the current directory, or resumes `resume` (an id or prefix).
-pub async fn open(config: &Config, store: &Store, resume: Option<&str>) -> anyhow::Result<Session> {
+pub async fn open(
+    config: &Config,
+    store: &Store,
+    tools: &Tools,
+    resume: Option<&str>,
+) -> anyhow::Result<Session> {
     let provider = config.provider()?;
     let model = reef_agent::model_client(provider)?;
-    let tools = reef_agent::builtin_tools(config);
+    let tools = tools.registry.clone();
     let workspace = std::env::current_dir().context("cannot read the current directory")?;
     let opts = reef_agent::session_options(config, workspace);
     let session = match resume {
@@ -39,15 +64,25 @@ pub fn interrupts() -> anyhow::Result<Signal> {
     signal(SignalKind::interrupt()).context("cannot listen for Ctrl-C")
 }
 
-/// Submits `text`, renders events until the turn ends and returns its outcome. The first Ctrl-C
+/// Submits `text`, renders events until the turn ends and returns its outcome. `warning` (tools
+/// run unconfined) is rendered first, as a `warning` event of this turn. The first Ctrl-C
 /// interrupts the turn; a second one exits at once.
 pub async fn drive_turn(
     handle: &mut AgentHandle,
     renderer: &mut Renderer,
     sigint: &mut Signal,
     text: String,
+    warning: Option<&str>,
 ) -> anyhow::Result<TurnOutcome> {
-    handle.submit(Op::UserInput { text });
+    let id = handle.submit(Op::UserInput { text });
+    if let Some(message) = warning {
+        renderer.event(&Event {
+            id,
+            msg: EventMsg::Warning {
+                message: message.to_owned(),
+            },
+        });
+    }
     let mut interrupted = false;
     loop {
         tokio::select! {

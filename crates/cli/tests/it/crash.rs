@@ -7,10 +7,16 @@ use std::time::Duration;
 
 #[test]
 fn sigkill_mid_turn_keeps_the_transcript_and_the_session_resumes() {
+    // Found by its command line for the clean-up below (`$$` is a pid of the sandbox's pid
+    // namespace, not of the host).
+    let seconds = (200_000 + std::process::id()).to_string();
     let mock = MockLlm::start_blocking(vec![
         MockReply::tool_call(
             "shell",
-            json!({"command": "echo $$ > started.pid; exec sleep 60", "timeout_secs": 120}),
+            json!({
+                "command": format!("echo $$ > started.pid; exec sleep {seconds}"),
+                "timeout_secs": 120
+            }),
         ),
         MockReply::text("picking up where we left off"),
     ]);
@@ -20,14 +26,12 @@ fn sigkill_mid_turn_keeps_the_transcript_and_the_session_resumes() {
     assert!(poll(|| pid_written(&pid_file)), "the tool never started");
     child.kill().unwrap();
     child.wait().unwrap();
-    // The tool's process group outlives a SIGKILLed reef (no parent-death kill yet): clean up.
-    let tool_pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
-    let _ = std::process::Command::new("sh")
-        .args(["-c", &format!("kill -9 {tool_pid}")])
-        .status();
+    // The tool may outlive a SIGKILLed reef (depending on the backend): clean up.
+    for pid in live_processes(&["sleep", &seconds]) {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
+    }
 
     let id = last_session(&home);
     let out = reef(&home)
@@ -57,14 +61,24 @@ fn sigkill_mid_turn_keeps_the_transcript_and_the_session_resumes() {
 
 #[test]
 fn ctrl_c_interrupts_the_turn_kills_the_tool_and_exits_130() {
+    // The sleeper is found by its command line: inside the sandbox's pid namespace `$!` is not
+    // a host pid. The duration is unique to this test process so parallel runs don't mix.
+    let seconds = (100_000 + std::process::id()).to_string();
     let mock = MockLlm::start_blocking(vec![MockReply::tool_call(
         "shell",
-        json!({"command": "sleep 60 & echo $! > sleeper.pid; wait", "timeout_secs": 120}),
+        json!({
+            "command": format!("sleep {seconds} & echo $! > sleeper.pid; wait"),
+            "timeout_secs": 120
+        }),
     )]);
     let home = home_for(&mock, "anthropic", true);
     let child = spawn_reef(&home, "sleep a while");
     let pid_file = home.workspace().join("sleeper.pid");
     assert!(poll(|| pid_written(&pid_file)), "the tool never started");
+    assert!(
+        poll(|| !live_processes(&["sleep", &seconds]).is_empty()),
+        "the sleeper is not visible in /proc"
+    );
     let status = std::process::Command::new("sh")
         .args(["-c", &format!("kill -INT {}", child.id())])
         .status()
@@ -80,16 +94,12 @@ fn ctrl_c_interrupts_the_turn_kills_the_tool_and_exits_130() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("interrupted"), "{stderr}");
 
-    let sleeper = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
-    let gone = poll(|| {
-        std::fs::read_to_string(format!("/proc/{sleeper}/stat"))
-            .map(|s| s.contains(") Z "))
-            .unwrap_or(true)
-    });
-    assert!(gone, "the tool's process {sleeper} outlived the interrupt");
+    let gone = poll(|| live_processes(&["sleep", &seconds]).is_empty());
+    assert!(
+        gone,
+        "the tool's `sleep {seconds}` outlived the interrupt: pids {:?}",
+        live_processes(&["sleep", &seconds])
+    );
     let id = last_session(&home);
     let out = reef(&home)
         .args(["sessions", "show", &id, "--json"])
@@ -117,6 +127,23 @@ fn spawn_reef(home: &reef_test_support::TestHome, prompt: &str) -> std::process:
 /// Whether a shell has finished writing a pid (and its newline) to `path`.
 fn pid_written(path: &std::path::Path) -> bool {
     std::fs::read_to_string(path).is_ok_and(|s| s.ends_with('\n'))
+}
+
+/// Host pids of processes, not zombies, whose command line is exactly `argv`.
+fn live_processes(argv: &[&str]) -> Vec<u32> {
+    let want: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want)
+                && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| !s.contains(") Z "))
+        })
+        .collect()
 }
 
 /// Polls `cond` a bounded number of times (effects in other processes).

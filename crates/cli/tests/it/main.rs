@@ -5,6 +5,7 @@ mod commands;
 mod crash;
 mod e2e;
 mod failures;
+mod sandbox;
 
 use reef_test_support::{MockLlm, TestHome};
 use serde_json::Value;

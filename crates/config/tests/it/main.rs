@@ -3,6 +3,7 @@
 
 mod errors;
 mod layering;
+mod sandbox;
 
 use reef_config::{Config, ConfigError, LoadOptions};
 use std::path::Path;

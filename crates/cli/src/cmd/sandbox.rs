@@ -1,0 +1,239 @@
+//! `reef sandbox run` (one command under the tool sandbox) and `reef sandbox status` (what is
+//! configured, whether it works here), plus the helper command every kernel backend re-executes.
+
+use crate::args::{BackendArg, NetArg, SandboxRunArgs};
+use crate::exit::{self, Exit};
+use crate::home;
+use anyhow::Context as _;
+use reef_config::{Config, NetworkModeName, SandboxBackendName, format_size};
+use reef_sandbox::{ExecRequest, HelperCommand, Sandbox, SandboxError, SandboxPolicy};
+use serde::Serialize;
+use std::io::Write as _;
+use std::time::Duration;
+
+/// The hidden subcommand under which the `reef` binary acts as the sandbox helper.
+pub const HELPER_SUBCOMMAND: &str = "sandbox-exec";
+
+/// Exit code of `sandbox run` when the command's time limit expired (as `timeout(1)`).
+const TIMED_OUT: u8 = 124;
+/// Exit code of `sandbox run` when the command could not be started (as a shell).
+const CANNOT_EXECUTE: u8 = 126;
+/// Exit code of `sandbox run` when the command was not found (as a shell).
+const NOT_FOUND: u8 = 127;
+
+/// How kernel backends start their helper: this very binary with `sandbox-exec`.
+pub fn helper() -> anyhow::Result<HelperCommand> {
+    let program = std::env::current_exe()
+        .context("cannot find the reef executable to start the sandbox helper")?;
+    Ok(HelperCommand {
+        program,
+        args: vec![HELPER_SUBCOMMAND.to_owned()],
+    })
+}
+
+pub async fn run(overrides: &[String], args: SandboxRunArgs) -> anyhow::Result<u8> {
+    let mut config = home::load_config(overrides)?;
+    apply_flags(&mut config, &args)?;
+    let (policy, warning) = reef_agent::sandbox_policy(&config, Some(helper()?)).await?;
+    // `--backend none` on the command line is a deliberate choice; say nothing about it.
+    if let Some(warning) = warning
+        && args.backend != Some(BackendArg::None)
+    {
+        eprintln!("reef: warning: {warning}");
+    }
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let timeout = args
+        .timeout
+        .unwrap_or(Duration::from_secs(config.tools.shell_timeout_secs));
+    let (program, rest) = args
+        .command
+        .split_first()
+        .ok_or_else(|| Exit::usage("no command given: reef sandbox run -- CMD ARGS…"))?;
+    let request = ExecRequest::new(program.clone(), rest.to_vec(), cwd, timeout);
+    let output = match Sandbox::new(policy).run(request).await {
+        Ok(output) => output,
+        Err(err @ SandboxError::Spawn { .. }) => {
+            let code = match &err {
+                SandboxError::Spawn { source, .. }
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    NOT_FOUND
+                }
+                _ => CANNOT_EXECUTE,
+            };
+            eprintln!("reef: {err}");
+            return Ok(code);
+        }
+        Err(err) => return Err(err.into()),
+    };
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(output.stdout.as_bytes());
+        let _ = out.flush();
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(output.stderr.as_bytes());
+        let _ = err.flush();
+    }
+    for (truncated, stream) in [
+        (output.stdout_truncated, "stdout"),
+        (output.stderr_truncated, "stderr"),
+    ] {
+        if truncated {
+            eprintln!("reef: {stream} was cut at the sandbox's output cap");
+        }
+    }
+    if output.timed_out {
+        eprintln!(
+            "reef: `{program}` timed out after {} and was stopped",
+            show_duration(timeout)
+        );
+        return Ok(TIMED_OUT);
+    }
+    Ok(match (output.exit_code, output.signal) {
+        (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(exit::RUNTIME),
+        (None, Some(signal)) => u8::try_from((128 + signal) & 0xff).unwrap_or(exit::RUNTIME),
+        (None, None) => exit::RUNTIME,
+    })
+}
+
+/// Lays the command-line flags over `[sandbox]`.
+fn apply_flags(config: &mut Config, args: &SandboxRunArgs) -> anyhow::Result<()> {
+    let s = &mut config.sandbox;
+    if let Some(backend) = args.backend {
+        s.backend = match backend {
+            BackendArg::Landlock => SandboxBackendName::Landlock,
+            BackendArg::None => SandboxBackendName::None,
+        };
+        if s.required && s.backend == SandboxBackendName::None {
+            return Err(Exit::usage(
+                "--backend none conflicts with sandbox.required = true (see `reef config show`)",
+            ));
+        }
+    }
+    if let Some(net) = args.net {
+        s.network = match net {
+            NetArg::None => NetworkModeName::None,
+            NetArg::Allowlist => NetworkModeName::Allowlist,
+            NetArg::Full => NetworkModeName::Full,
+        };
+    }
+    s.allow_domains.extend(args.allow_domains.iter().cloned());
+    if let Some(mem) = args.mem {
+        s.memory_bytes = mem;
+    }
+    for path in &args.writable {
+        let absolute = std::path::absolute(path)
+            .map_err(|err| Exit::usage(format!("--rw {}: {err}", path.display())))?;
+        s.writable.push(absolute);
+    }
+    Ok(())
+}
+
+fn show_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+/// The report of `reef sandbox status --json`.
+#[derive(Debug, Serialize)]
+struct Status {
+    backend: &'static str,
+    required: bool,
+    network: &'static str,
+    allow_domains: Vec<String>,
+    writable: Vec<String>,
+    limits: LimitsView,
+    /// Whether the configured backend ran a test command on this machine.
+    works: bool,
+    /// Why it did not.
+    error: Option<String>,
+    /// The backend tools actually get: the configured one, or `none` after a fallback.
+    effective_backend: &'static str,
+    /// What the kernel offers, one feature per line.
+    probe: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct LimitsView {
+    memory: String,
+    file_size: String,
+    cpu_secs: u64,
+    max_processes: u64,
+    open_files: u64,
+}
+
+pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
+    let config = home::load_config(overrides)?;
+    let policy = reef_agent::policy_from_config(&config, Some(helper()?));
+    let test = reef_sandbox::self_test(&policy).await;
+    let s = &config.sandbox;
+    let works = test.is_ok();
+    let report = Status {
+        backend: s.backend.as_str(),
+        required: s.required,
+        network: s.network.as_str(),
+        allow_domains: s.allow_domains.clone(),
+        writable: s.writable.iter().map(|p| p.display().to_string()).collect(),
+        limits: LimitsView {
+            memory: format_size(s.memory_bytes),
+            file_size: format_size(s.file_size_bytes),
+            cpu_secs: s.cpu_secs,
+            max_processes: s.max_processes,
+            open_files: s.open_files,
+        },
+        works,
+        error: test.err().map(|e| e.to_string()),
+        effective_backend: effective(&policy, works, s.required),
+        probe: reef_sandbox::probe().summary_lines(),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_status(&report);
+    }
+    Ok(if works { exit::OK } else { exit::RUNTIME })
+}
+
+/// The backend tools end up with: the configured one when it works, none after a fallback,
+/// nothing at all ("refused") when it is required and broken.
+fn effective(policy: &SandboxPolicy, works: bool, required: bool) -> &'static str {
+    match (works, required) {
+        (true, _) => policy.backend.as_str(),
+        (false, true) => "refused (tools will not run)",
+        (false, false) => "none",
+    }
+}
+
+fn print_status(r: &Status) {
+    println!(
+        "backend:   {}{}",
+        r.backend,
+        if r.required { " (required)" } else { "" }
+    );
+    match &r.error {
+        None => println!("works:     yes"),
+        Some(err) => println!("works:     NO: {err}"),
+    }
+    println!("tools get: {}", r.effective_backend);
+    let domains = if r.allow_domains.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", r.allow_domains.join(", "))
+    };
+    println!("network:   {}{domains}", r.network);
+    if !r.writable.is_empty() {
+        println!("writable:  the workspace, {}", r.writable.join(", "));
+    }
+    let l = &r.limits;
+    println!(
+        "limits:    memory {}, file size {}, cpu {} s, {} processes, {} open files",
+        l.memory, l.file_size, l.cpu_secs, l.max_processes, l.open_files
+    );
+    println!("this machine:");
+    for line in &r.probe {
+        println!("  {line}");
+    }
+}

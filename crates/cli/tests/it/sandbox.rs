@@ -1,0 +1,312 @@
+//! `reef sandbox run|status`, the unconfined warning of `run`/`chat` and the isolation check of
+//! `doctor`. Tests with `--backend none` or `sandbox.backend = "none"` hold on any machine; the
+//! ones using the default landlock backend need a kernel where it works (Linux with Landlock
+//! and user namespaces).
+
+use crate::{config_for, json_lines, reef};
+use reef_test_support::{MockLlm, MockReply, TestHome};
+use serde_json::Value;
+
+fn stdout_of(out: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+}
+
+fn stderr_of(out: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+}
+
+/// A home whose config points at `mock` with tools unconfined by configuration.
+fn unconfined_home(mock: &MockLlm) -> TestHome {
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}\n[sandbox]\nbackend = \"none\"\n",
+        config_for(mock, "openai-chat", true)
+    ));
+    home
+}
+
+#[test]
+fn sandbox_run_passes_output_and_exit_code_through() {
+    let home = TestHome::new();
+    let out = reef(&home)
+        .args(["sandbox", "run", "--backend", "none", "--"])
+        .args(["sh", "-c", "echo out; echo err >&2; exit 3"])
+        .assert()
+        .code(3);
+    assert_eq!(stdout_of(&out), "out\n");
+    assert_eq!(stderr_of(&out), "err\n");
+}
+
+#[test]
+fn sandbox_run_reports_signals_and_missing_commands_like_a_shell() {
+    let home = TestHome::new();
+    reef(&home)
+        .args(["sandbox", "run", "--backend", "none", "--"])
+        .args(["sh", "-c", "kill -KILL $$"])
+        .assert()
+        .code(128 + 9);
+    let out = reef(&home)
+        .args(["sandbox", "run", "--backend", "none", "--"])
+        .arg("reef-no-such-command")
+        .assert()
+        .code(127);
+    assert!(
+        stderr_of(&out).contains("reef-no-such-command"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+#[test]
+fn sandbox_run_runs_in_the_current_directory() {
+    let home = TestHome::new();
+    reef(&home)
+        .args(["sandbox", "run", "--backend", "none", "--"])
+        .args(["sh", "-c", "echo hi > made-here.txt"])
+        .assert()
+        .success();
+    let made = std::fs::read_to_string(home.workspace().join("made-here.txt")).unwrap();
+    assert_eq!(made, "hi\n");
+}
+
+#[test]
+fn sandbox_run_timeout_exits_124() {
+    let home = TestHome::new();
+    let started = std::time::Instant::now();
+    let out = reef(&home)
+        .args([
+            "sandbox",
+            "run",
+            "--backend",
+            "none",
+            "--timeout",
+            "1s",
+            "--",
+        ])
+        .args(["sleep", "30"])
+        .assert()
+        .code(124);
+    assert!(stderr_of(&out).contains("timed out"), "{}", stderr_of(&out));
+    // Not a timing assertion on reef's speed: only that the 30 s sleep did not run to its end.
+    assert!(started.elapsed() < std::time::Duration::from_secs(25));
+}
+
+#[test]
+fn sandbox_run_bad_flag_values_name_the_flag() {
+    let home = TestHome::new();
+    for (flag, value) in [
+        ("--mem", "abc"),
+        ("--timeout", "soon"),
+        ("--net", "some"),
+        ("--backend", "docker"),
+        ("--allow-domain", "https://pypi.org/simple"),
+    ] {
+        let out = reef(&home)
+            .args(["sandbox", "run", flag, value, "--", "true"])
+            .assert()
+            .code(2);
+        let stderr = stderr_of(&out);
+        assert!(stderr.contains(flag), "{flag}: {stderr}");
+        assert!(stderr.contains(value), "{flag}: {stderr}");
+    }
+}
+
+#[test]
+fn sandbox_run_refuses_backend_none_when_the_sandbox_is_required() {
+    let home = TestHome::new();
+    let out = reef(&home)
+        .args(["-c", "sandbox.required=true", "sandbox", "run"])
+        .args(["--backend", "none", "--", "true"])
+        .assert()
+        .code(2);
+    let stderr = stderr_of(&out);
+    assert!(
+        stderr.contains("--backend") && stderr.contains("sandbox.required"),
+        "{stderr}"
+    );
+}
+
+/// Needs the landlock backend working on this machine.
+#[test]
+fn sandbox_run_default_backend_confines_writes_to_the_workspace() {
+    let home = TestHome::new();
+    let outside = home.path().join("reef-escape-test");
+    reef(&home)
+        .args(["sandbox", "run", "--"])
+        .args(["sh", "-c", "touch inside.txt"])
+        .assert()
+        .success();
+    assert!(home.workspace().join("inside.txt").exists());
+
+    let out = reef(&home)
+        .args(["sandbox", "run", "--"])
+        .args(["sh", "-c", "touch /etc/reef-escape-test"])
+        .assert()
+        .failure();
+    assert!(
+        !std::path::Path::new("/etc/reef-escape-test").exists(),
+        "escaped: {}",
+        stderr_of(&out)
+    );
+    // A path this user may write, next to the workspace. The sandbox may refuse the write or
+    // let it land in a private view (its own /tmp); either way nothing reaches the real path.
+    let script = format!("touch '{}'", outside.display());
+    let out = reef(&home)
+        .args(["sandbox", "run", "--", "sh", "-c", &script])
+        .assert();
+    assert!(
+        !outside.exists(),
+        "{} was created: {}",
+        outside.display(),
+        stderr_of(&out)
+    );
+
+    // `--rw` opens one more path.
+    let extra = home.path().join("extra");
+    std::fs::create_dir_all(&extra).unwrap();
+    let script = format!("touch '{}'", extra.join("ok").display());
+    reef(&home)
+        .args(["sandbox", "run", "--rw"])
+        .arg(&extra)
+        .args(["--", "sh", "-c", &script])
+        .assert()
+        .success();
+    assert!(extra.join("ok").exists());
+}
+
+#[test]
+fn sandbox_status_json_names_the_backend() {
+    let home = TestHome::new();
+    // The default backend: whether it works depends on the machine, the report does not.
+    let out = reef(&home).args(["sandbox", "status", "--json"]).assert();
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(report["backend"], "landlock");
+    assert_eq!(report["network"], "none");
+    assert_eq!(report["limits"]["memory"], "2G");
+    assert!(report["works"].is_boolean(), "{report}");
+    assert!(!report["probe"].as_array().unwrap().is_empty(), "{report}");
+    let code = out.get_output().status.code();
+    assert_eq!(
+        code,
+        Some(if report["works"] == true { 0 } else { 1 }),
+        "{report}"
+    );
+
+    let out = reef(&home)
+        .args(["-c", "sandbox.backend=none", "-c", "sandbox.memory=256M"])
+        .args(["sandbox", "status", "--json"])
+        .assert()
+        .success();
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(report["backend"], "none");
+    assert_eq!(report["works"], true);
+    assert_eq!(report["effective_backend"], "none");
+    assert_eq!(report["limits"]["memory"], "256M");
+
+    let out = reef(&home).args(["sandbox", "status"]).assert();
+    assert!(
+        stdout_of(&out).contains("backend:   landlock"),
+        "{}",
+        stdout_of(&out)
+    );
+}
+
+#[test]
+fn backend_none_warns_on_every_run_and_chat_turn() {
+    let mock = MockLlm::start_blocking(vec![
+        MockReply::text("one"),
+        MockReply::text("two"),
+        MockReply::text("three"),
+        MockReply::text("four"),
+    ]);
+    let home = unconfined_home(&mock);
+
+    let out = reef(&home).args(["run", "hello"]).assert().success();
+    let stderr = stderr_of(&out);
+    assert!(
+        stderr.contains("warning: sandbox disabled by config") && stderr.contains("unconfined"),
+        "{stderr}"
+    );
+
+    let out = reef(&home)
+        .args(["run", "--json", "hello"])
+        .assert()
+        .success();
+    let events = json_lines(&out.get_output().stdout);
+    let warning = events
+        .iter()
+        .find(|e| e["msg"]["type"] == "warning")
+        .unwrap_or_else(|| panic!("no warning event: {events:?}"));
+    assert!(
+        warning["msg"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("sandbox disabled by config"),
+        "{warning}"
+    );
+    let started = events
+        .iter()
+        .find(|e| e["msg"]["type"] == "turn_started")
+        .unwrap();
+    assert_eq!(
+        warning["id"], started["id"],
+        "the warning belongs to the turn"
+    );
+
+    let out = reef(&home)
+        .arg("chat")
+        .write_stdin("first\nsecond\n/quit\n")
+        .assert()
+        .success();
+    let stderr = stderr_of(&out);
+    assert_eq!(
+        stderr.matches("sandbox disabled by config").count(),
+        2,
+        "once per turn: {stderr}"
+    );
+}
+
+/// Needs the landlock backend working on this machine.
+#[test]
+fn default_backend_runs_turns_without_a_warning() {
+    let mock = MockLlm::start_blocking(vec![MockReply::text("fine")]);
+    let home = crate::home_for(&mock, "openai-chat", true);
+    let out = reef(&home).args(["run", "hello"]).assert().success();
+    let stderr = stderr_of(&out);
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
+
+#[test]
+fn doctor_warns_when_the_sandbox_is_disabled() {
+    let mock = MockLlm::start_blocking(vec![]);
+    let home = unconfined_home(&mock);
+    let out = reef(&home).args(["doctor", "--json"]).assert().success();
+    let checks: Vec<Value> = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let isolation = checks.iter().find(|c| c["name"] == "isolation").unwrap();
+    assert_eq!(isolation["status"], "warn", "{isolation}");
+    assert!(
+        isolation["detail"]
+            .as_str()
+            .unwrap()
+            .contains("sandbox disabled by config"),
+        "{isolation}"
+    );
+}
+
+/// Needs the landlock backend working on this machine.
+#[test]
+fn doctor_reports_the_active_landlock_backend() {
+    let mock = MockLlm::start_blocking(vec![]);
+    let home = crate::home_for(&mock, "openai-chat", true);
+    let out = reef(&home).args(["doctor", "--json"]).assert().success();
+    let checks: Vec<Value> = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let isolation = checks.iter().find(|c| c["name"] == "isolation").unwrap();
+    assert_eq!(isolation["status"], "ok", "{isolation}");
+    assert!(
+        isolation["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("landlock backend active"),
+        "{isolation}"
+    );
+}
