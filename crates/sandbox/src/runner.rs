@@ -131,11 +131,11 @@ impl Sandbox {
     }
 
     fn command(&self, req: &ExecRequest) -> Result<Command, SandboxError> {
-        let mut cmd = match self.policy.backend {
+        let (mut cmd, policy_env) = match self.policy.backend {
             SandboxBackend::Plain => {
                 let mut cmd = Command::new(&req.program);
                 cmd.args(&req.args);
-                cmd
+                (cmd, None)
             }
             SandboxBackend::Landlock => {
                 let helper = self.policy.helper.as_ref().ok_or(SandboxError::NoHelper)?;
@@ -158,14 +158,17 @@ impl Sandbox {
                         .dirs()
                         .to_vec(),
                 };
-                let args = spec::encode(&spec, &req.program, &req.args)
+                let (policy, args) = spec::encode(&spec, &req.program, &req.args)
                     .map_err(SandboxError::Unsupported)?;
                 let mut cmd = Command::new(&helper.program);
                 cmd.args(&helper.args).args(args);
-                cmd
+                (cmd, Some(policy))
             }
         };
         cmd.current_dir(&req.cwd).env_clear();
+        if let Some(policy) = policy_env {
+            cmd.env(spec::POLICY_ENV, policy);
+        }
         for name in &self.policy.env_allow {
             if let Some(value) = std::env::var_os(name) {
                 cmd.env(name, value);

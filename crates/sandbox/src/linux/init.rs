@@ -6,7 +6,7 @@ use super::{confine, mounts, spec::HelperSpec, sys};
 use nix::sys::prctl;
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
-use nix::unistd::{ForkResult, Pid, chdir, execvp, sethostname};
+use nix::unistd::{ForkResult, Pid, chdir, execvpe, sethostname};
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -30,6 +30,16 @@ pub(crate) fn run(spec: &HelperSpec, command: &[OsString]) -> Result<i32, String
     prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
     confine::seccomp(spec.network)?;
 
+    // The command's environment: the helper's own, without the policy.
+    let env: Vec<CString> = std::env::vars_os()
+        .filter(|(k, _)| k != super::spec::POLICY_ENV)
+        .filter_map(|(k, v)| {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            CString::new(kv).ok()
+        })
+        .collect();
     let argv: Vec<CString> = command
         .iter()
         .map(|a| {
@@ -38,7 +48,7 @@ pub(crate) fn run(spec: &HelperSpec, command: &[OsString]) -> Result<i32, String
         .collect::<Result<_, _>>()?;
     let child = match sys::fork_process().map_err(|e| format!("fork the command: {e}"))? {
         ForkResult::Child => {
-            let code = exec(&spec.workspace, &argv);
+            let code = exec(&spec.workspace, &argv, &env);
             std::process::exit(code);
         }
         ForkResult::Parent { child } => child,
@@ -47,7 +57,7 @@ pub(crate) fn run(spec: &HelperSpec, command: &[OsString]) -> Result<i32, String
 }
 
 /// In the forked child: enter the workspace and become the command.
-fn exec(workspace: &std::path::Path, argv: &[CString]) -> i32 {
+fn exec(workspace: &std::path::Path, argv: &[CString], env: &[CString]) -> i32 {
     use std::io::Write;
     if let Err(e) = chdir(workspace) {
         let _ = writeln!(
@@ -60,7 +70,7 @@ fn exec(workspace: &std::path::Path, argv: &[CString]) -> i32 {
     let Some(program) = argv.first() else {
         return EXEC_FAILED;
     };
-    let err = execvp(program, argv).err();
+    let err = execvpe(program, argv, env).err();
     let _ = writeln!(
         std::io::stderr(),
         "reef-sandbox: cannot execute {}: {}",

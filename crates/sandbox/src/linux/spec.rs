@@ -22,32 +22,47 @@ pub struct HelperSpec {
 }
 
 /// Builds the helper's arguments for `spec` and a command.
-pub fn encode(spec: &HelperSpec, program: &str, args: &[String]) -> Result<Vec<String>, String> {
+///
+/// The policy travels in `POLICY_ENV`, not on the command line: a sandboxed command can read
+/// PID 1's command line in `/proc/1/cmdline`, but not its environment.
+pub fn encode(
+    spec: &HelperSpec,
+    program: &str,
+    args: &[String],
+) -> Result<(String, Vec<String>), String> {
     let json = serde_json::to_string(spec).map_err(|e| format!("cannot encode the policy: {e}"))?;
     let mut out = vec![
-        "--policy".to_owned(),
-        json,
+        "--policy-env".to_owned(),
         "--".to_owned(),
         program.to_owned(),
     ];
     out.extend(args.iter().cloned());
-    Ok(out)
+    Ok((json, out))
 }
+
+/// The environment variable that carries the policy to the helper; the command does not
+/// inherit it.
+pub const POLICY_ENV: &str = "REEF_SANDBOX_POLICY";
 
 /// Parses the helper's arguments back into the spec and the command (program first).
 pub fn decode(args: Vec<OsString>) -> Result<(HelperSpec, Vec<OsString>), String> {
     let mut it = args.into_iter();
-    match it.next() {
-        Some(flag) if flag == "--policy" => {}
-        _ => return Err("usage: sandbox-exec --policy JSON -- PROGRAM [ARGS…]".into()),
-    }
-    let json = it
-        .next()
-        .ok_or("--policy needs a JSON value")?
-        .into_string()
-        .map_err(|_| "--policy is not valid UTF-8")?;
+    let json = match it.next() {
+        Some(flag) if flag == "--policy" => it
+            .next()
+            .ok_or("--policy needs a JSON value")?
+            .into_string()
+            .map_err(|_| "--policy is not valid UTF-8")?,
+        Some(flag) if flag == "--policy-env" => std::env::var(POLICY_ENV)
+            .map_err(|_| format!("--policy-env is given but {POLICY_ENV} is not set"))?,
+        _ => {
+            return Err(
+                "usage: sandbox-exec (--policy JSON | --policy-env) -- PROGRAM [ARGS…]".into(),
+            );
+        }
+    };
     let spec: HelperSpec =
-        serde_json::from_str(&json).map_err(|e| format!("--policy is not a valid policy: {e}"))?;
+        serde_json::from_str(&json).map_err(|e| format!("the policy is not valid: {e}"))?;
     if it.next().is_none_or(|sep| sep != "--") {
         return Err("expected `--` before the command".into());
     }

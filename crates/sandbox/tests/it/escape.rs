@@ -559,6 +559,33 @@ async fn host_processes_are_invisible() {
     );
 }
 
+#[tokio::test]
+async fn the_policy_is_not_visible_to_the_command() {
+    let fx = Fixture::new();
+    // PID 1's command line is world-readable; the policy (workspace path, hidden paths,
+    // cgroups) travels in its environment, which the command neither inherits nor can read.
+    let out = fx
+        .run("tr '\\0' ' ' < /proc/1/cmdline; echo; env | grep -c REEF_SANDBOX_POLICY; cat /proc/1/environ")
+        .await;
+    assert_sandbox_built(&out, "read PID 1's command line");
+    let mut lines = out.stdout.lines();
+    let cmdline = lines.next().unwrap_or_default();
+    assert!(cmdline.contains("--policy-env"), "{}", show(&out));
+    assert!(
+        !cmdline.contains("workspace"),
+        "the policy leaks: {}",
+        show(&out)
+    );
+    assert_eq!(
+        lines.next(),
+        Some("0"),
+        "the command inherited the policy: {}",
+        show(&out)
+    );
+    // Observed: "cat: /proc/1/environ: Permission denied".
+    assert!(out.stderr.contains("Permission denied"), "{}", show(&out));
+}
+
 // ---------------------------------------------------------------------------------------
 // 7. + 8. Privileges
 // ---------------------------------------------------------------------------------------
