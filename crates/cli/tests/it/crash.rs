@@ -1,8 +1,8 @@
 //! A `reef run` killed with SIGKILL mid-turn loses nothing already said, and the session resumes.
 
-use crate::{home_for, last_session, reef};
+use crate::{home_for, last_session, last_transcript, reef};
 use reef_test_support::{MockLlm, MockReply};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
 
 #[test]
@@ -34,11 +34,7 @@ fn sigkill_mid_turn_keeps_the_transcript_and_the_session_resumes() {
     }
 
     let id = last_session(&home);
-    let out = reef(&home)
-        .args(["sessions", "show", &id, "--json"])
-        .assert()
-        .success();
-    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let doc = last_transcript(&home);
     let messages = doc["messages"].as_array().unwrap();
     assert_eq!(
         messages.len(),
@@ -100,12 +96,7 @@ fn ctrl_c_interrupts_the_turn_kills_the_tool_and_exits_130() {
         "the tool's `sleep {seconds}` outlived the interrupt: pids {:?}",
         live_processes(&["sleep", &seconds])
     );
-    let id = last_session(&home);
-    let out = reef(&home)
-        .args(["sessions", "show", &id, "--json"])
-        .assert()
-        .success();
-    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let doc = last_transcript(&home);
     assert_eq!(doc["messages"].as_array().unwrap().len(), 2, "{doc}");
 }
 

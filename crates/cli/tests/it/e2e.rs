@@ -1,9 +1,9 @@
 //! The whole path: prompt → model → shell → read_file → answer, for every wire API and mode.
 
-use crate::{home_for, json_lines, last_session, reef};
+use crate::{home_for, json_lines, last_session, last_transcript, reef};
 use reef_core::WireApi;
 use reef_test_support::{MockLlm, MockReply};
-use serde_json::{Value, json};
+use serde_json::json;
 
 fn write_then_read_script() -> Vec<MockReply> {
     vec![
@@ -109,11 +109,7 @@ fn write_then_read(wire: &str, stream: bool, json_mode: bool) {
 
     // The transcript is complete in the store.
     let id = last_session(&home);
-    let out = reef(&home)
-        .args(["sessions", "show", &id, "--json"])
-        .assert()
-        .success();
-    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let doc = last_transcript(&home);
     let roles: Vec<&str> = doc["messages"]
         .as_array()
         .unwrap()

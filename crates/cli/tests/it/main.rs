@@ -66,3 +66,13 @@ pub(crate) fn last_session(home: &TestHome) -> String {
     let list: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     list[0]["id"].as_str().unwrap().to_owned()
 }
+
+/// The transcript of the most recent session in `home`, as `reef sessions show --json` prints it.
+pub(crate) fn last_transcript(home: &TestHome) -> Value {
+    let id = last_session(home);
+    let out = reef(home)
+        .args(["sessions", "show", &id, "--json"])
+        .assert()
+        .success();
+    serde_json::from_slice(&out.get_output().stdout).unwrap()
+}
