@@ -7,7 +7,7 @@ use crate::retry::{classify_status, error_excerpt, parse_retry_after};
 use crate::settings::ProviderSettings;
 use crate::sse::{SseEvent, SseParser};
 use futures::StreamExt;
-use reef_core::{ModelError, ModelErrorKind};
+use reef_core::{ModelError, ModelErrorKind, ModelResponse, OnDelta};
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use serde_json::Value;
 use std::sync::Arc;
@@ -297,6 +297,55 @@ pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_none_or(|ct| !ct.to_ascii_lowercase().starts_with("application/json"))
+}
+
+/// How one wire format turns a provider's reply into a `ModelResponse`: event by event from a
+/// stream, or from a whole JSON body (non-streaming requests, and servers that ignore `stream`).
+pub(crate) trait Assemble: Default {
+    /// Takes one SSE event; `Ok(true)` when it was the terminal event.
+    fn event(
+        &mut self,
+        t: &Transport,
+        event: &SseEvent,
+        on_delta: &OnDelta<'_>,
+    ) -> Result<bool, ModelError>;
+
+    /// The assembled reply once the terminal event arrived.
+    fn finish(self, fallback_model: &str) -> ModelResponse;
+
+    /// A complete JSON reply; its text is passed to `on_delta` once.
+    fn whole(
+        t: &Transport,
+        reply: &Value,
+        fallback_model: &str,
+        on_delta: &OnDelta<'_>,
+    ) -> Result<ModelResponse, ModelError>;
+}
+
+impl Transport {
+    /// One attempt of a model request in wire format `A`, streamed or not as configured.
+    pub(crate) async fn exchange<A: Assemble>(
+        &self,
+        path: &str,
+        headers: &[(&'static str, String)],
+        body: &Value,
+        on_delta: &OnDelta<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let fallback_model = &self.settings.model;
+        if !self.settings.stream {
+            let reply = self.post_for_json(path, headers, body).await?;
+            return A::whole(self, &reply, fallback_model, on_delta);
+        }
+        let response = self.open_stream(path, headers, body).await?;
+        if !is_event_stream(&response) {
+            let reply = self.read_json(response).await?;
+            return A::whole(self, &reply, fallback_model, on_delta);
+        }
+        let mut state = A::default();
+        self.read_events(response, |event| state.event(self, &event, on_delta))
+            .await?;
+        Ok(state.finish(fallback_model))
+    }
 }
 
 #[cfg(test)]

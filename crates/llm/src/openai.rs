@@ -2,10 +2,11 @@
 //! plain JSON replies and SSE streams (text deltas, tool-call fragments per index, usage).
 
 use crate::error::LlmError;
-use crate::http::{Transport, is_event_stream};
+use crate::http::{Assemble, Transport};
 use crate::openai_stream::StreamState;
 use crate::retry::with_retries;
 use crate::settings::ProviderSettings;
+use crate::sse::SseEvent;
 use crate::wire::{str_at, tool_call, u64_at};
 use async_trait::async_trait;
 use reef_core::{
@@ -42,22 +43,34 @@ impl OpenAiClient {
         body: &Value,
         on_delta: &OnDelta<'_>,
     ) -> Result<ModelResponse, ModelError> {
-        let t = &self.transport;
         let headers = self.headers();
-        let fallback_model = &t.settings.model;
-        if !t.settings.stream {
-            let reply = t.post_for_json(PATH, &headers, body).await?;
-            return whole_reply(t, &reply, fallback_model, on_delta);
-        }
-        let response = t.open_stream(PATH, &headers, body).await?;
-        if !is_event_stream(&response) {
-            let reply = t.read_json(response).await?;
-            return whole_reply(t, &reply, fallback_model, on_delta);
-        }
-        let mut state = StreamState::default();
-        t.read_events(response, |event| state.on_data(t, &event.data, on_delta))
-            .await?;
-        Ok(state.finish(fallback_model))
+        self.transport
+            .exchange::<StreamState>(PATH, &headers, body, on_delta)
+            .await
+    }
+}
+
+impl Assemble for StreamState {
+    fn event(
+        &mut self,
+        t: &Transport,
+        event: &SseEvent,
+        on_delta: &OnDelta<'_>,
+    ) -> Result<bool, ModelError> {
+        self.on_data(t, &event.data, on_delta)
+    }
+
+    fn finish(self, fallback_model: &str) -> ModelResponse {
+        StreamState::finish(self, fallback_model)
+    }
+
+    fn whole(
+        t: &Transport,
+        reply: &Value,
+        fallback_model: &str,
+        on_delta: &OnDelta<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        whole_reply(t, reply, fallback_model, on_delta)
     }
 }
 
