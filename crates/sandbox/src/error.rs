@@ -24,6 +24,10 @@ pub enum SandboxError {
     /// The policy asks for something this build cannot enforce; change the policy.
     #[error("unsupported sandbox policy: {0}")]
     Unsupported(String),
+    /// The allow-list proxy for `network = allowlist` could not start (its socket lives in
+    /// the system temporary directory: check that it exists and is writable).
+    #[error("could not start the sandbox's network proxy: {0}")]
+    Proxy(#[source] std::io::Error),
     /// The kernel backend could not be set up on this machine (the helper said why).
     #[error("the {backend} sandbox does not work on this machine: {reason}")]
     Unavailable {

@@ -8,6 +8,7 @@ mod group;
 mod linux;
 mod policy;
 mod probe;
+mod proxy;
 mod request;
 mod runner;
 
@@ -17,5 +18,6 @@ pub use policy::{
     DEFAULT_ENV_ALLOW, HelperCommand, Limits, NetworkMode, SandboxBackend, SandboxPolicy,
 };
 pub use probe::{Availability, CgroupVersion, Feature, IsolationReport, probe, probe_root};
+pub use proxy::{DomainAllowList, NetProxy, NetRequest, NetVerdict};
 pub use request::{ExecOutput, ExecRequest};
 pub use runner::{Sandbox, self_test};

@@ -7,12 +7,13 @@ use crate::group::{GroupGuard, signal_group};
 use crate::linux::cgroup::SessionCgroup;
 use crate::linux::spec::{self, HelperSpec};
 use crate::policy::{NetworkMode, SandboxBackend, SandboxPolicy};
+use crate::proxy::{DomainAllowList, NetProxy, NetRequest};
 use crate::request::{ExecOutput, ExecRequest};
 use rustix::process::{Pid, Signal};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, Command};
@@ -29,6 +30,9 @@ pub struct Sandbox {
     /// The session's cgroups, created at the first kernel-confined run; removed when the last
     /// clone of this `Sandbox` is dropped.
     cgroup: Arc<OnceLock<SessionCgroup>>,
+    /// The session's allow-list proxy, started at the first `allowlist` run; stopped when the
+    /// last clone is dropped.
+    proxy: Arc<Mutex<Option<NetProxy>>>,
 }
 
 impl Sandbox {
@@ -36,7 +40,28 @@ impl Sandbox {
         Self {
             policy: Arc::new(policy),
             cgroup: Arc::new(OnceLock::new()),
+            proxy: Arc::default(),
         }
+    }
+
+    /// Network requests made through this session's allow-list proxy so far (the last 1,024),
+    /// allowed and refused; empty unless the network mode is `allowlist`.
+    pub fn network_log(&self) -> Vec<NetRequest> {
+        let proxy = self.proxy.lock().unwrap_or_else(PoisonError::into_inner);
+        proxy.as_ref().map(NetProxy::log).unwrap_or_default()
+    }
+
+    /// The socket of the session's proxy, started on first use.
+    fn proxy_socket(&self) -> Result<PathBuf, SandboxError> {
+        let mut proxy = self.proxy.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(running) = proxy.as_ref() {
+            return Ok(running.socket().to_path_buf());
+        }
+        let started = NetProxy::start(DomainAllowList::new(&self.policy.allow_domains))
+            .map_err(SandboxError::Proxy)?;
+        let socket = started.socket().to_path_buf();
+        *proxy = Some(started);
+        Ok(socket)
     }
 
     /// Resource controllers the session could not set up (empty when all limits apply, or
@@ -139,13 +164,10 @@ impl Sandbox {
             }
             SandboxBackend::Landlock => {
                 let helper = self.policy.helper.as_ref().ok_or(SandboxError::NoHelper)?;
-                if self.policy.network == NetworkMode::Allowlist {
-                    return Err(SandboxError::Unsupported(
-                        "network = allowlist needs the host-side proxy, which is not built yet; \
-                         use none or full"
-                            .into(),
-                    ));
-                }
+                let proxy_socket = match self.policy.network {
+                    NetworkMode::Allowlist => Some(self.proxy_socket()?),
+                    NetworkMode::None | NetworkMode::Full => None,
+                };
                 let spec = HelperSpec {
                     workspace: std::fs::canonicalize(&req.cwd).unwrap_or_else(|_| req.cwd.clone()),
                     writable: self.policy.writable.clone(),
@@ -157,6 +179,7 @@ impl Sandbox {
                         .get_or_init(|| SessionCgroup::create(&self.policy.limits))
                         .dirs()
                         .to_vec(),
+                    proxy_socket,
                 };
                 let (policy, args) = spec::encode(&spec, &req.program, &req.args)
                     .map_err(SandboxError::Unsupported)?;
@@ -175,6 +198,15 @@ impl Sandbox {
             }
         }
         cmd.env("HOME", &req.cwd);
+        if self.policy.backend == SandboxBackend::Landlock
+            && self.policy.network == NetworkMode::Allowlist
+        {
+            let url = format!("http://127.0.0.1:{}", spec::PROXY_PORT);
+            for name in PROXY_VARS {
+                cmd.env(name, &url);
+            }
+            cmd.env("NO_PROXY", "").env("no_proxy", "");
+        }
         for (name, value) in &req.env {
             cmd.env(name, value);
         }
@@ -190,6 +222,16 @@ impl Sandbox {
         Ok(cmd)
     }
 }
+
+/// Variables that point HTTP clients (curl, pip, git, npm, Python, Go…) at the proxy relay.
+const PROXY_VARS: &[&str] = &[
+    "http_proxy",
+    "https_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+];
 
 /// Host paths that must stay invisible even when a mounted directory contains them.
 fn secret_paths() -> Vec<PathBuf> {
@@ -219,35 +261,42 @@ fn secret_paths() -> Vec<PathBuf> {
 /// Proves the policy's backend works on this machine by running `true` under it. For the
 /// landlock backend, the error carries the helper's own explanation of the failed step.
 pub async fn self_test(policy: &SandboxPolicy) -> Result<(), SandboxError> {
-    let sandbox = Sandbox::new(policy.clone());
-    let cwd = std::env::temp_dir();
-    let out = sandbox
-        .run(ExecRequest::new(
-            "true",
-            Vec::new(),
-            cwd,
-            Duration::from_secs(20),
-        ))
-        .await?;
-    if out.exit_code == Some(0) {
-        return Ok(());
+    Sandbox::new(policy.clone()).self_test().await
+}
+
+impl Sandbox {
+    /// Runs `true` in this session (which also sets up its cgroup, so `limit_problems` is
+    /// meaningful afterwards). For the landlock backend, the error carries the helper's own
+    /// explanation of the failed step.
+    pub async fn self_test(&self) -> Result<(), SandboxError> {
+        let out = self
+            .run(ExecRequest::new(
+                "true",
+                Vec::new(),
+                std::env::temp_dir(),
+                Duration::from_secs(20),
+            ))
+            .await?;
+        if out.exit_code == Some(0) {
+            return Ok(());
+        }
+        let reason = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("reef-sandbox:"))
+            .map(|l| l.trim_start_matches("reef-sandbox:").trim().to_owned())
+            .unwrap_or_else(|| {
+                format!(
+                    "`true` exited with {:?}: {}",
+                    out.exit_code,
+                    out.stderr.trim()
+                )
+            });
+        Err(SandboxError::Unavailable {
+            backend: self.policy.backend.as_str(),
+            reason,
+        })
     }
-    let reason = out
-        .stderr
-        .lines()
-        .find(|l| l.starts_with("reef-sandbox:"))
-        .map(|l| l.trim_start_matches("reef-sandbox:").trim().to_owned())
-        .unwrap_or_else(|| {
-            format!(
-                "`true` exited with {:?}: {}",
-                out.exit_code,
-                out.stderr.trim()
-            )
-        });
-    Err(SandboxError::Unavailable {
-        backend: policy.backend.as_str(),
-        reason,
-    })
 }
 
 /// Waits for the child; on timeout sends SIGTERM to its group, then SIGKILL after `grace`.

@@ -126,7 +126,17 @@ async fn isolation_check(config: Option<&reef_config::Config>) -> Check {
         };
     }
     let backend = policy.backend.as_str();
-    match reef_sandbox::self_test(&policy).await {
+    let sandbox = reef_sandbox::Sandbox::new(policy.clone());
+    match sandbox.self_test().await {
+        Ok(()) if !sandbox.limit_problems().is_empty() => Check {
+            name: "isolation",
+            status: Status::Warn,
+            detail: format!(
+                "{backend} backend active, but some limits are not enforced: {}. \
+                 This machine: {machine}",
+                sandbox.limit_problems().join("; ")
+            ),
+        },
         Ok(()) => Check {
             name: "isolation",
             status: Status::Ok,

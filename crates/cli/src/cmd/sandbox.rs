@@ -6,7 +6,9 @@ use crate::exit::{self, Exit};
 use crate::home;
 use anyhow::Context as _;
 use reef_config::{Config, NetworkModeName, SandboxBackendName, format_size};
-use reef_sandbox::{ExecRequest, HelperCommand, Sandbox, SandboxError, SandboxPolicy};
+use reef_sandbox::{
+    ExecRequest, HelperCommand, NetRequest, NetVerdict, Sandbox, SandboxError, SandboxPolicy,
+};
 use serde::Serialize;
 use std::io::Write as _;
 use std::time::Duration;
@@ -50,7 +52,8 @@ pub async fn run(overrides: &[String], args: SandboxRunArgs) -> anyhow::Result<u
         .split_first()
         .ok_or_else(|| Exit::usage("no command given: reef sandbox run -- CMD ARGS…"))?;
     let request = ExecRequest::new(program.clone(), rest.to_vec(), cwd, timeout);
-    let output = match Sandbox::new(policy).run(request).await {
+    let sandbox = Sandbox::new(policy);
+    let output = match sandbox.run(request).await {
         Ok(output) => output,
         Err(err @ SandboxError::Spawn { .. }) => {
             let code = match &err {
@@ -73,6 +76,12 @@ pub async fn run(overrides: &[String], args: SandboxRunArgs) -> anyhow::Result<u
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(output.stderr.as_bytes());
         let _ = err.flush();
+    }
+    for problem in sandbox.limit_problems() {
+        eprintln!("reef: warning: limit not enforced: {problem}");
+    }
+    for request in sandbox.network_log() {
+        eprintln!("reef: net {}", show_request(&request));
     }
     for (truncated, stream) in [
         (output.stdout_truncated, "stdout"),
@@ -129,6 +138,20 @@ fn apply_flags(config: &mut Config, args: &SandboxRunArgs) -> anyhow::Result<()>
     Ok(())
 }
 
+/// One proxy log line: `GET example.com:80 allowed` / `… refused: why`.
+fn show_request(r: &NetRequest) -> String {
+    let target = if r.host.is_empty() {
+        "(malformed request)".to_owned()
+    } else {
+        format!("{} {}:{}", r.method, r.host, r.port)
+    };
+    match &r.verdict {
+        NetVerdict::Allowed => format!("{target} allowed"),
+        NetVerdict::Denied(why) => format!("{target} refused: {why}"),
+        NetVerdict::Failed(why) => format!("{target} failed: {why}"),
+    }
+}
+
 fn show_duration(d: Duration) -> String {
     if d.subsec_millis() == 0 {
         format!("{} s", d.as_secs())
@@ -150,6 +173,9 @@ struct Status {
     works: bool,
     /// Why it did not.
     error: Option<String>,
+    /// Resource limits the session could not put in place (cgroup controllers missing or not
+    /// delegated); empty when every limit applies.
+    limit_problems: Vec<String>,
     /// The backend tools actually get: the configured one, or `none` after a fallback.
     effective_backend: &'static str,
     /// What the kernel offers, one feature per line.
@@ -168,7 +194,8 @@ struct LimitsView {
 pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
     let config = home::load_config(overrides)?;
     let policy = reef_agent::policy_from_config(&config, Some(helper()?));
-    let test = reef_sandbox::self_test(&policy).await;
+    let sandbox = Sandbox::new(policy.clone());
+    let test = sandbox.self_test().await;
     let s = &config.sandbox;
     let works = test.is_ok();
     let report = Status {
@@ -186,6 +213,7 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
         },
         works,
         error: test.err().map(|e| e.to_string()),
+        limit_problems: sandbox.limit_problems(),
         effective_backend: effective(&policy, works, s.required),
         probe: reef_sandbox::probe().summary_lines(),
     };
@@ -232,6 +260,9 @@ fn print_status(r: &Status) {
         "limits:    memory {}, file size {}, cpu {} s, {} processes, {} open files",
         l.memory, l.file_size, l.cpu_secs, l.max_processes, l.open_files
     );
+    for problem in &r.limit_problems {
+        println!("  NOT ENFORCED: {problem}");
+    }
     println!("this machine:");
     for line in &r.probe {
         println!("  {line}");

@@ -174,6 +174,27 @@ fn sandbox_run_default_backend_confines_writes_to_the_workspace() {
     assert!(extra.join("ok").exists());
 }
 
+/// Needs the landlock backend working on this machine.
+#[test]
+fn sandbox_run_allowlist_refuses_other_hosts_and_logs_each_request() {
+    let home = TestHome::new();
+    let out = reef(&home)
+        .args(["sandbox", "run", "--net", "allowlist", "--allow-domain"])
+        .args(["pypi.org", "--allow-domain", "*.github.com", "--"])
+        .args(["curl", "-sSf", "--max-time", "20", "http://denied.example/x"])
+        .assert()
+        .code(22); // curl's "HTTP error" exit code: the proxy answered 403
+    let stderr = stderr_of(&out);
+    assert!(
+        stderr.contains(
+            "reef: net GET denied.example:80 refused: denied.example is not in \
+             sandbox.allow_domains"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("403"), "{stderr}");
+}
+
 #[test]
 fn sandbox_status_json_names_the_backend() {
     let home = TestHome::new();

@@ -2,9 +2,11 @@
 //! user namespace, Landlock (filesystem writes and TCP), resource limits, `no_new_privs`, and
 //! a seccomp filter against the syscalls a confined process never needs.
 
+use super::spec::PROXY_PORT;
 use crate::policy::{Limits, NetworkMode};
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    ABI, Access, AccessFs, AccessNet, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr,
 };
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::resource::{Resource, setrlimit};
@@ -40,7 +42,8 @@ pub(crate) fn write_id_maps(uid: (u32, u32), gid: (u32, u32)) -> Result<(), Stri
 }
 
 /// Landlock: everything visible is readable and executable; only `writable` accepts writes;
-/// TCP bind/connect is denied unless the network is `full`.
+/// TCP bind/connect is denied unless the network is `full`, except, in `allowlist` mode,
+/// connecting to the proxy relay's port.
 pub(crate) fn landlock(writable: &[PathBuf], network: NetworkMode) -> Result<(), String> {
     let abi = ABI::V5;
     let err = |e: landlock::RulesetError| format!("landlock: {e}");
@@ -53,6 +56,11 @@ pub(crate) fn landlock(writable: &[PathBuf], network: NetworkMode) -> Result<(),
             .map_err(err)?;
     }
     let mut created = ruleset.create().map_err(err)?;
+    if network == NetworkMode::Allowlist {
+        created = created
+            .add_rule(NetPort::new(PROXY_PORT, AccessNet::ConnectTcp))
+            .map_err(err)?;
+    }
     let read = AccessFs::from_read(abi);
     let fd = PathFd::new("/").map_err(|e| format!("landlock: open /: {e}"))?;
     created = created.add_rule(PathBeneath::new(fd, read)).map_err(err)?;
@@ -137,6 +145,12 @@ const ARCH: TargetArch = TargetArch::x86_64;
 #[cfg(target_arch = "aarch64")]
 const ARCH: TargetArch = TargetArch::aarch64;
 
+/// A condition on a 32-bit argument of `socket(2)`.
+fn socket_arg(arg: u8, op: SeccompCmpOp, value: libc::c_int) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value as u64)
+        .map_err(|e| format!("seccomp: {e}"))
+}
+
 /// Installs the seccomp filters. Requires `no_new_privs`.
 pub(crate) fn seccomp(network: NetworkMode) -> Result<(), String> {
     let err = |e: seccompiler::BackendError| format!("seccomp: {e}");
@@ -152,19 +166,34 @@ pub(crate) fn seccomp(network: NetworkMode) -> Result<(), String> {
         })
         .collect::<Result<Vec<_>, String>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
-    if network != NetworkMode::Full {
+    match network {
+        NetworkMode::Full => {}
         // Only unix sockets: no TCP, UDP, raw or netlink traffic of any kind.
-        let socket = SeccompRule::new(vec![
-            SeccompCondition::new(
-                0,
-                SeccompCmpArgLen::Dword,
-                SeccompCmpOp::Ne,
-                libc::AF_UNIX as u64,
-            )
-            .map_err(err)?,
-        ])
-        .map_err(err)?;
-        rules.insert(libc::SYS_socket, vec![socket]);
+        NetworkMode::None => {
+            let rule = SeccompRule::new(vec![socket_arg(0, SeccompCmpOp::Ne, libc::AF_UNIX)?])
+                .map_err(err)?;
+            rules.insert(libc::SYS_socket, vec![rule]);
+        }
+        // Unix sockets and TCP over IPv4, which Landlock limits to the relay's port; no UDP
+        // (DNS is the proxy's job), raw, IPv6 or netlink sockets.
+        NetworkMode::Allowlist => {
+            let other_family = SeccompRule::new(vec![
+                socket_arg(0, SeccompCmpOp::Ne, libc::AF_UNIX)?,
+                socket_arg(0, SeccompCmpOp::Ne, libc::AF_INET)?,
+            ])
+            .map_err(err)?;
+            let mut socket_rules = vec![other_family];
+            for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_SEQPACKET] {
+                socket_rules.push(
+                    SeccompRule::new(vec![
+                        socket_arg(0, SeccompCmpOp::Eq, libc::AF_INET)?,
+                        socket_arg(1, SeccompCmpOp::MaskedEq(0xf), kind)?,
+                    ])
+                    .map_err(err)?,
+                );
+            }
+            rules.insert(libc::SYS_socket, socket_rules);
+        }
     }
     let deny = SeccompFilter::new(
         rules,

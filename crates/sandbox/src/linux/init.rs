@@ -2,7 +2,8 @@
 //! reaps every process, and when the command ends kills whatever it left behind. When PID 1
 //! exits, the kernel kills every process left in the namespace, so nothing outlives a run.
 
-use super::{confine, mounts, spec::HelperSpec, sys};
+use super::{confine, mounts, relay, spec::HelperSpec, sys};
+use crate::policy::NetworkMode;
 use nix::sys::prctl;
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
@@ -21,7 +22,20 @@ pub(crate) fn run(spec: &HelperSpec, command: &[OsString]) -> Result<i32, String
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| format!("set the parent-death signal: {e}"))?;
     sethostname("reef-sandbox").map_err(|e| format!("sethostname: {e}"))?;
-    mounts::enter_view(&spec.workspace, &spec.writable, &spec.hidden)?;
+    mounts::enter_view(
+        &spec.workspace,
+        &spec.writable,
+        &spec.hidden,
+        spec.proxy_socket.as_deref(),
+    )?;
+    // In allowlist mode the namespace gets a loopback with the proxy relay on it; binding must
+    // happen before Landlock, which leaves the command only `connect` to that port.
+    let relay = if spec.network == NetworkMode::Allowlist {
+        sys::loopback_up()?;
+        Some(relay::listen()?)
+    } else {
+        None
+    };
     confine::drop_to_user()?;
     let mut writable: Vec<PathBuf> = vec![spec.workspace.clone(), "/tmp".into(), "/dev".into()];
     writable.extend(spec.writable.iter().cloned());
@@ -53,6 +67,13 @@ pub(crate) fn run(spec: &HelperSpec, command: &[OsString]) -> Result<i32, String
         }
         ForkResult::Parent { child } => child,
     };
+    // Threads only after the fork: the child must not inherit a multi-threaded state.
+    if let Some(listener) = relay
+        && let Err(message) = relay::serve(listener)
+    {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "reef-sandbox: {message}");
+    }
     Ok(reap_until(child))
 }
 

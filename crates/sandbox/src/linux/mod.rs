@@ -6,6 +6,7 @@ pub(crate) mod cgroup;
 mod confine;
 mod init;
 mod mounts;
+mod relay;
 pub(crate) mod spec;
 mod sys;
 

@@ -47,7 +47,12 @@ fn io<T>(what: &str, path: &Path, r: std::io::Result<T>) -> Result<T, String> {
 /// Builds the view and makes it the root of this process's mount namespace. Must run as root
 /// of a user namespace that owns the current (fresh) mount namespace, inside the new PID
 /// namespace (for `/proc`).
-pub(crate) fn enter_view(workspace: &Path, writable: &[PathBuf], hidden: &[PathBuf]) -> Step {
+pub(crate) fn enter_view(
+    workspace: &Path,
+    writable: &[PathBuf],
+    hidden: &[PathBuf],
+    proxy_socket: Option<&Path>,
+) -> Step {
     step(
         "make mounts private",
         Path::new("/"),
@@ -100,6 +105,9 @@ pub(crate) fn enter_view(workspace: &Path, writable: &[PathBuf], hidden: &[PathB
         bind_into(base, path, false)?;
     }
     make_dev(base)?;
+    if let Some(socket) = proxy_socket {
+        bind_socket(base, socket)?;
+    }
     let proc_dir = base.join("proc");
     io("create", &proc_dir, fs::create_dir_all(&proc_dir))?;
     step(
@@ -210,6 +218,27 @@ fn bind_into(base: &Path, path: &Path, read_only: bool) -> Step {
         "remount",
         path,
         mount(None::<&str>, &target, None::<&str>, flags, None::<&str>),
+    )
+}
+
+/// Binds the host proxy's unix socket at `PROXY_SOCKET_INSIDE`.
+fn bind_socket(base: &Path, socket: &Path) -> Step {
+    let inside = Path::new(super::spec::PROXY_SOCKET_INSIDE);
+    let target = base.join(inside.strip_prefix("/").unwrap_or(inside));
+    if let Some(parent) = target.parent() {
+        io("create", parent, fs::create_dir_all(parent))?;
+    }
+    io("create", &target, fs::write(&target, b""))?;
+    step(
+        "bind the proxy socket",
+        socket,
+        mount(
+            Some(socket),
+            &target,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        ),
     )
 }
 

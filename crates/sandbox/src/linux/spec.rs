@@ -19,7 +19,16 @@ pub struct HelperSpec {
     pub limits: Limits,
     /// cgroup directories of the session to join (pids, memory).
     pub cgroups: Vec<PathBuf>,
+    /// In `NetworkMode::Allowlist`: the host-side proxy's unix socket, bound into the view at
+    /// `PROXY_SOCKET_INSIDE` and reached through a relay on `127.0.0.1:PROXY_PORT`.
+    #[serde(default)]
+    pub proxy_socket: Option<PathBuf>,
 }
+
+/// The loopback port inside the sandbox where the allow-list proxy is reachable.
+pub const PROXY_PORT: u16 = 3128;
+/// Where the host proxy's socket appears inside the sandbox.
+pub const PROXY_SOCKET_INSIDE: &str = "/run/reef-proxy.sock";
 
 /// Builds the helper's arguments for `spec` and a command.
 ///

@@ -1,5 +1,5 @@
-//! The audited unsafe corner of reef: `fork` in the sandbox helper and the Landlock version
-//! query.
+//! The audited unsafe corner of reef: `fork` in the sandbox helper, the Landlock version
+//! query and bringing up loopback in a new network namespace.
 //!
 //! The helper is a freshly exec'd, single-threaded process (reef dispatches `sandbox-exec`
 //! before starting any thread), so a child after `fork` may run arbitrary code; both
@@ -37,4 +37,36 @@ pub(crate) fn landlock_abi() -> Result<i64, nix::errno::Errno> {
     } else {
         Ok(ret)
     }
+}
+
+/// Brings the loopback interface of the current network namespace up (`ip link set lo up`).
+/// Needs CAP_NET_ADMIN over the namespace: the helper's PID 1 holds it as root of the user
+/// namespace that created it.
+pub(crate) fn loopback_up() -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    // Any AF_INET datagram socket serves the ioctl (127.0.0.1 is not bindable while lo is down).
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0")
+        .map_err(|e| format!("open a socket to configure lo: {e}"))?;
+    // SAFETY: `ifreq` is plain old data (integers, arrays and a union of those); all zeros is
+    // a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    let fd = socket.as_raw_fd();
+    // SAFETY: `fd` is an open socket owned by `socket` for the duration of both calls, and
+    // `req` is a valid, writable `ifreq` that SIOCGIFFLAGS/SIOCSIFFLAGS read and write.
+    unsafe {
+        if libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut req) < 0 {
+            return Err(format!(
+                "read the flags of lo: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+        if libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &req) < 0 {
+            return Err(format!("bring lo up: {}", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
 }

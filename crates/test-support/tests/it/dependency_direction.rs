@@ -10,7 +10,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
         ("reef-core", Some(&[][..])),
         ("reef-config", Some(&["reef-core"][..])),
         ("reef-llm", Some(&["reef-core"][..])),
-        ("reef-sandbox", Some(&["reef-core"][..])),
+        ("reef-sandbox", Some(&["reef-core", "reef-security"][..])),
         ("reef-security", Some(&["reef-core"][..])),
         ("reef-store", Some(&["reef-core"][..])),
         (

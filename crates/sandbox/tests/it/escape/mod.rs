@@ -204,6 +204,7 @@ impl Drop for HostSleep {
     }
 }
 
+mod allowlist;
 mod controls;
 mod exhaustion;
 mod files;
