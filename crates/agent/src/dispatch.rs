@@ -112,7 +112,10 @@ async fn execute(session: &Session, call: &ToolCall) -> ToolOutput {
         session_id: session.id.clone(),
         call_id: call.id.clone(),
     };
-    spawn_tool(tool, ctx, args).await
+    let mut output = spawn_tool(tool, ctx, args).await;
+    // Before anything stores, saves or sends it: no secret value a call used survives.
+    output.content = session.tools.redact(&output.content);
+    output
 }
 
 /// Runs the tool on its own task so a panic becomes an error result instead of ending the

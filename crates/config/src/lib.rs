@@ -10,6 +10,7 @@ mod raw;
 mod resolve;
 mod sandbox;
 mod secret;
+mod secrets;
 
 pub use error::ConfigError;
 pub use layers::{LoadOptions, Origin};
@@ -18,6 +19,7 @@ pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,
 };
 pub use secret::Secret;
+pub use secrets::{SecretConfig, SecretSource};
 
 /// The file name looked up in the home and the project directory.
 pub const CONFIG_FILE: &str = "reef.toml";

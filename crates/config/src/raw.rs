@@ -15,6 +15,16 @@ pub(crate) struct ConfigToml {
     pub tools: Option<ToolsToml>,
     pub store: Option<StoreToml>,
     pub sandbox: Option<SandboxToml>,
+    #[serde(default)]
+    pub secrets: BTreeMap<String, SecretToml>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SecretToml {
+    pub env: Option<String>,
+    pub file: Option<String>,
+    pub description: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

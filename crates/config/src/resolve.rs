@@ -5,6 +5,7 @@ use crate::layers::{self, LoadOptions, Origin};
 use crate::raw::{self, ProviderToml};
 use crate::sandbox::{self, SandboxConfig};
 use crate::secret::Secret;
+use crate::secrets::{self, SecretConfig};
 use reef_core::WireApi;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -64,6 +65,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub store_path: PathBuf,
     pub sandbox: SandboxConfig,
+    /// `[secrets.NAME]`, sorted by name: where each value lives, never the value.
+    pub secrets: Vec<SecretConfig>,
     /// Config files that were found and read, lowest precedence first.
     pub files: Vec<PathBuf>,
     entries: Vec<ConfigEntry>,
@@ -131,6 +134,7 @@ impl Config {
         }
 
         let sandbox = sandbox::resolve(parsed.sandbox.unwrap_or_default(), &opts.env, &origin_of)?;
+        let secrets = secrets::resolve(parsed.secrets, &opts.home, &origin_of)?;
         let agent = parsed.agent.unwrap_or_default();
         let tools = parsed.tools.unwrap_or_default();
         let store_path = PathBuf::from(
@@ -163,6 +167,7 @@ impl Config {
             },
             store_path,
             sandbox,
+            secrets,
             files: merged.files,
             entries: Vec::new(),
         };

@@ -6,7 +6,9 @@ mod args;
 mod builtin;
 mod paths;
 mod registry;
+mod secrets;
 mod text;
 
 pub use builtin::{BuiltinConfig, builtin_registry};
 pub use registry::ToolRegistry;
+pub use secrets::{MIN_SECRET_LEN, SecretSource, SecretSpec, Secrets};

@@ -1,13 +1,15 @@
 //! The tool registry: tools by their public name.
 
+use crate::secrets::Secrets;
 use reef_core::{Tool, ToolSpec};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Tools an agent may call, keyed by `spec().name`.
+/// Tools an agent may call, keyed by `spec().name`, and the secrets their calls may use.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    secrets: Arc<Secrets>,
 }
 
 impl ToolRegistry {
@@ -21,6 +23,17 @@ impl ToolRegistry {
         if self.tools.insert(name.clone(), tool).is_some() {
             tracing::debug!(tool = %name, "replaced a registered tool");
         }
+    }
+
+    /// Uses `secrets` for redaction (the tools that inject them hold the same `Arc`).
+    pub fn set_secrets(&mut self, secrets: Arc<Secrets>) {
+        self.secrets = secrets;
+    }
+
+    /// A tool output with every secret value any call has used replaced by `[secret NAME]`.
+    /// The agent applies this to every tool result before the model or the store sees it.
+    pub fn redact(&self, output: &str) -> String {
+        self.secrets.redact(output)
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {

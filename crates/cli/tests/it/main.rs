@@ -6,6 +6,7 @@ mod crash;
 mod e2e;
 mod failures;
 mod sandbox;
+mod secrets;
 
 use reef_test_support::{MockLlm, TestHome};
 use serde_json::Value;

@@ -181,7 +181,13 @@ fn sandbox_run_allowlist_refuses_other_hosts_and_logs_each_request() {
     let out = reef(&home)
         .args(["sandbox", "run", "--net", "allowlist", "--allow-domain"])
         .args(["pypi.org", "--allow-domain", "*.github.com", "--"])
-        .args(["curl", "-sSf", "--max-time", "20", "http://denied.example/x"])
+        .args([
+            "curl",
+            "-sSf",
+            "--max-time",
+            "20",
+            "http://denied.example/x",
+        ])
         .assert()
         .code(22); // curl's "HTTP error" exit code: the proxy answered 403
     let stderr = stderr_of(&out);

@@ -4,6 +4,7 @@
 mod errors;
 mod layering;
 mod sandbox;
+mod secrets;
 
 use reef_config::{Config, ConfigError, LoadOptions};
 use std::path::Path;

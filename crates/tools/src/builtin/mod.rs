@@ -10,6 +10,7 @@ mod shell;
 mod write_file;
 
 use crate::registry::ToolRegistry;
+use crate::secrets::{SecretSpec, Secrets};
 use reef_sandbox::Sandbox;
 use std::sync::Arc;
 
@@ -28,6 +29,8 @@ pub struct BuiltinConfig {
     pub http_max_bytes: usize,
     /// `read_file` and `edit_file` refuse files larger than this.
     pub max_read_bytes: usize,
+    /// Secrets `shell` calls may ask for by name.
+    pub secrets: Vec<SecretSpec>,
 }
 
 impl Default for BuiltinConfig {
@@ -39,6 +42,7 @@ impl Default for BuiltinConfig {
             http_timeout_secs: 30,
             http_max_bytes: 2 * 1024 * 1024,
             max_read_bytes: 1024 * 1024,
+            secrets: Vec::new(),
         }
     }
 }
@@ -47,7 +51,9 @@ impl Default for BuiltinConfig {
 /// `list_dir`, `search_files` and `http_fetch`.
 pub fn builtin_registry(sandbox: Arc<Sandbox>, config: BuiltinConfig) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
-    registry.register(Arc::new(shell::ShellTool::new(sandbox, &config)));
+    let secrets = Arc::new(Secrets::new(config.secrets.clone()));
+    registry.set_secrets(secrets.clone());
+    registry.register(Arc::new(shell::ShellTool::new(sandbox, &config, secrets)));
     registry.register(Arc::new(read_file::ReadFileTool::new(&config)));
     registry.register(Arc::new(write_file::WriteFileTool));
     registry.register(Arc::new(edit_file::EditFileTool::new(&config)));

@@ -3,6 +3,7 @@
 use crate::args::parse_args;
 use crate::builtin::BuiltinConfig;
 use crate::paths::{resolve, workspace_root};
+use crate::secrets::Secrets;
 use crate::text::truncate_middle;
 use async_trait::async_trait;
 use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
@@ -23,21 +24,51 @@ struct Args {
     cwd: Option<String>,
     #[serde(default)]
     timeout_secs: Option<u64>,
+    #[serde(default)]
+    secrets: Vec<String>,
 }
 
 pub(crate) struct ShellTool {
     sandbox: Arc<Sandbox>,
     default_timeout_secs: u64,
     max_output_chars: usize,
+    secrets: Arc<Secrets>,
 }
 
 impl ShellTool {
-    pub(crate) fn new(sandbox: Arc<Sandbox>, config: &BuiltinConfig) -> Self {
+    pub(crate) fn new(
+        sandbox: Arc<Sandbox>,
+        config: &BuiltinConfig,
+        secrets: Arc<Secrets>,
+    ) -> Self {
         Self {
             sandbox,
             default_timeout_secs: config.shell_timeout_secs,
             max_output_chars: config.max_shell_output_chars,
+            secrets,
         }
+    }
+
+    /// The `secrets` parameter's schema, listing what may be asked for.
+    fn secrets_schema(&self) -> serde_json::Value {
+        let listed: Vec<String> = self
+            .secrets
+            .specs()
+            .iter()
+            .map(|s| match &s.description {
+                Some(d) => format!("{} ({d})", s.name),
+                None => s.name.clone(),
+            })
+            .collect();
+        json!({
+            "type": "array",
+            "items": {"type": "string", "enum": self.secrets.specs().iter().map(|s| s.name.clone()).collect::<Vec<_>>()},
+            "description": format!(
+                "Secrets to set as environment variables of this command only, by name; use them \
+                 as $NAME in the command. Their values are never shown to you. Available: {}.",
+                listed.join(", ")
+            )
+        })
     }
 }
 
@@ -52,16 +83,22 @@ impl Tool for ShellTool {
                  {} characters keeps only its beginning and end.",
                 self.max_output_chars
             ),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string", "description": "Shell command line to run."},
-                    "cwd": {"type": "string", "description": "Working directory relative to the workspace (default: the workspace root). Must stay inside the workspace."},
-                    "timeout_secs": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECS, "description": format!("Seconds before the command's process group is killed (default {}).", self.default_timeout_secs)}
-                },
-                "required": ["command"],
-                "additionalProperties": false
-            }),
+            parameters: {
+                let mut schema = json!({
+                    "type": "object",
+                    "properties": {
+                        "command": {"type": "string", "description": "Shell command line to run."},
+                        "cwd": {"type": "string", "description": "Working directory relative to the workspace (default: the workspace root). Must stay inside the workspace."},
+                        "timeout_secs": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECS, "description": format!("Seconds before the command's process group is killed (default {}).", self.default_timeout_secs)}
+                    },
+                    "required": ["command"],
+                    "additionalProperties": false
+                });
+                if !self.secrets.is_empty() {
+                    schema["properties"]["secrets"] = self.secrets_schema();
+                }
+                schema
+            },
         }
     }
 
@@ -92,7 +129,11 @@ impl Tool for ShellTool {
             None => workspace_root(ctx)?,
         };
 
-        let req = ExecRequest::shell(&args.command, cwd, Duration::from_secs(timeout));
+        let mut req = ExecRequest::shell(&args.command, cwd, Duration::from_secs(timeout));
+        for name in &args.secrets {
+            let value = self.secrets.read(name)?;
+            req.env.push((name.clone(), value));
+        }
         let out = self
             .sandbox
             .run(req)

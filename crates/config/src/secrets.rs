@@ -1,0 +1,89 @@
+//! `[secrets.NAME]`: secrets a tool call may ask for by name. The configuration holds only
+//! where each value lives (an environment variable or a file); values are read when a call
+//! needs them and never enter the configuration, the transcript or the model's context.
+
+use crate::error::ConfigError;
+use crate::raw::SecretToml;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where a secret's value is read from, at the moment a tool call needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SecretSource {
+    /// A variable in reef's own environment (never passed to tools unless asked for).
+    Env(String),
+    /// A file whose content (without trailing newlines) is the value.
+    File(PathBuf),
+}
+
+/// One configured secret.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretConfig {
+    /// The name a tool call uses, and the environment variable the command sees.
+    pub name: String,
+    pub source: SecretSource,
+    /// What the secret is for, shown to the model next to the name.
+    pub description: Option<String>,
+}
+
+pub(crate) fn resolve(
+    raw: BTreeMap<String, SecretToml>,
+    home: &Path,
+    origin_of: &dyn Fn(&str) -> String,
+) -> Result<Vec<SecretConfig>, ConfigError> {
+    let mut out = Vec::with_capacity(raw.len());
+    for (name, secret) in raw {
+        let key = format!("secrets.{name}");
+        let invalid = |message: String| ConfigError::Invalid {
+            origin: origin_of(&key),
+            key: key.clone(),
+            message,
+        };
+        if !is_env_name(&name) {
+            return Err(invalid(
+                "a secret's name becomes an environment variable: use letters, digits and _, \
+                 not starting with a digit (e.g. GITHUB_TOKEN)"
+                    .into(),
+            ));
+        }
+        let source = match (secret.env, secret.file) {
+            (Some(var), None) if is_env_name(&var) => SecretSource::Env(var),
+            (Some(var), None) => {
+                return Err(invalid(format!(
+                    "env = {var:?} is not an environment variable name"
+                )));
+            }
+            (None, Some(file)) if !file.is_empty() => {
+                let path = PathBuf::from(file);
+                SecretSource::File(if path.is_absolute() {
+                    path
+                } else {
+                    home.join(path)
+                })
+            }
+            (None, Some(_)) => return Err(invalid("file must not be empty".into())),
+            (Some(_), Some(_)) => {
+                return Err(invalid("set either env or file, not both".into()));
+            }
+            (None, None) => {
+                return Err(invalid(
+                    "say where the value lives: env = \"VARIABLE\" or file = \"PATH\"".into(),
+                ));
+            }
+        };
+        out.push(SecretConfig {
+            name,
+            source,
+            description: secret.description,
+        });
+    }
+    Ok(out)
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
