@@ -74,3 +74,8 @@ mod tests {
         assert_ne!(a, b);
     }
 }
+string_id!(
+    /// One durable agent of the daemon.
+    AgentId,
+    "agt_"
+);

@@ -4,6 +4,7 @@
 //! between front ends and the turn engine, and the open traits (`ModelClient`,
 //! `Tool`) that other crates implement.
 
+pub mod agent;
 pub mod ids;
 pub mod message;
 pub mod model;
@@ -11,7 +12,8 @@ pub mod protocol;
 pub mod tool;
 pub mod usage;
 
-pub use ids::{SessionId, SubmissionId, ToolCallId};
+pub use agent::{AGENT_STATES, AgentState, Budget, Capabilities, InvalidTransition};
+pub use ids::{AgentId, SessionId, SubmissionId, ToolCallId};
 pub use message::{Message, Role};
 pub use model::{
     ModelClient, ModelError, ModelErrorKind, ModelRequest, ModelResponse, OnDelta, OnStream,

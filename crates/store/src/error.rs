@@ -54,6 +54,13 @@ pub enum StoreError {
         "session prefix '{prefix}' is ambiguous: it matches {matches} sessions; use a longer prefix"
     )]
     Ambiguous { prefix: String, matches: usize },
+    /// The write would break a uniqueness rule (e.g. an agent name in use); pick another value.
+    #[error("{0}")]
+    Conflict(String),
+    /// The agent's current state does not allow the requested change; read its state and
+    /// ask for a transition the lifecycle has.
+    #[error(transparent)]
+    InvalidTransition(#[from] reef_core::InvalidTransition),
     /// A stored row could not be decoded; the database was edited by hand or is damaged.
     #[error("corrupt row in the store: {0}; repair or delete the row")]
     Corrupt(String),

@@ -1,11 +1,15 @@
-//! reef-store: reef's persistence: SQLite (WAL) with migrations for sessions, messages and model usage.
+//! reef-store: reef's persistence: SQLite (WAL) with migrations for sessions, messages, model
+//! usage, durable agents, their inboxes and the event history.
 //!
 //! Open a [`Store`] with [`Store::open`]; every write is its own committed transaction, so a
 //! process killed mid-turn loses nothing already appended.
 
+mod agents;
 mod clock;
 mod codec;
 mod error;
+mod events;
+mod inbox;
 mod messages;
 mod migrations;
 mod records;
@@ -13,7 +17,10 @@ mod sessions;
 mod store;
 mod usage;
 
+pub use agents::{AgentRecord, NewAgent};
 pub use error::StoreError;
+pub use events::StoredEvent;
+pub use inbox::{Delivery, InboxMessage, InboxStatus};
 pub use records::{
     NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage, UsageRecord,
 };

@@ -3,7 +3,10 @@
 use rusqlite_migration::{M, Migrations};
 
 /// Every migration, oldest first. Append new files here; never edit or reorder a shipped one.
-const ALL: &[M<'static>] = &[M::up(include_str!("0001_sessions.sql"))];
+const ALL: &[M<'static>] = &[
+    M::up(include_str!("0001_sessions.sql")),
+    M::up(include_str!("0002_agents.sql")),
+];
 
 /// The migration set, ready for `to_latest`.
 pub(crate) const MIGRATIONS: Migrations<'static> = Migrations::from_slice(ALL);
@@ -15,6 +18,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 1);
+        assert_eq!(ALL.len(), 2);
     }
 }

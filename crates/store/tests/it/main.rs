@@ -1,6 +1,7 @@
 //! reef-store integration tests: one binary, one module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
+mod agents;
 mod messages;
 mod open;
 mod sessions;

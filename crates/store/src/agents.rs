@@ -1,0 +1,252 @@
+//! Agent rows: creating an agent (unique name), reading and listing them, and moving one
+//! through its lifecycle. Every change commits together with its event.
+
+use crate::error::StoreError;
+use crate::events::insert_event;
+use crate::store::Store;
+use reef_core::{AgentId, AgentState, Budget, Capabilities, SessionId};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use serde::Serialize;
+use serde_json::json;
+
+/// What it takes to create an agent; it starts `pending`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewAgent {
+    pub id: AgentId,
+    pub name: String,
+    pub template: String,
+    pub persona: String,
+    /// Provider name; `None` uses the default provider.
+    pub model: Option<String>,
+    pub workspace: String,
+    pub capabilities: Capabilities,
+    pub budget: Budget,
+    pub parent: Option<AgentId>,
+}
+
+/// An agent as stored.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AgentRecord {
+    pub id: AgentId,
+    pub name: String,
+    pub template: String,
+    pub persona: String,
+    pub model: Option<String>,
+    pub workspace: String,
+    pub capabilities: Capabilities,
+    pub budget: Budget,
+    pub state: AgentState,
+    pub parent: Option<AgentId>,
+    /// The session holding the agent's transcript, once it has run.
+    pub session: Option<SessionId>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+const COLUMNS: &str = "id, name, template, persona, model, workspace, capabilities, budget, \
+                       state, parent_id, session_id, created_at, updated_at";
+
+impl Store {
+    /// Creates a `pending` agent and records `agent.spawned`. A taken name is a `Conflict`.
+    pub async fn create_agent(&self, new: NewAgent) -> Result<AgentRecord, StoreError> {
+        self.run(move |db| {
+            let capabilities = to_json(&new.capabilities, "capabilities")?;
+            let budget = to_json(&new.budget, "budget")?;
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if agent_where(&tx, "name = ?1", &new.name)?.is_some() {
+                return Err(StoreError::Conflict(format!(
+                    "an agent named `{}` already exists; choose another name or destroy it first",
+                    new.name
+                )));
+            }
+            let now = db.clock.now();
+            tx.prepare_cached(
+                "INSERT INTO agents (id, name, template, persona, model, workspace, capabilities,
+                                     budget, state, parent_id, session_id, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, NULL, ?10, ?10)",
+            )?
+            .execute(params![
+                new.id.as_str(),
+                new.name,
+                new.template,
+                new.persona,
+                new.model,
+                new.workspace,
+                capabilities,
+                budget,
+                new.parent.as_ref().map(AgentId::as_str),
+                now
+            ])?;
+            insert_event(
+                &tx,
+                &now,
+                "agent.spawned",
+                Some(&new.id),
+                &json!({"name": new.name, "template": new.template,
+                        "parent": new.parent.as_ref().map(AgentId::as_str)}),
+            )?;
+            tx.commit()?;
+            Ok(AgentRecord {
+                id: new.id,
+                name: new.name,
+                template: new.template,
+                persona: new.persona,
+                model: new.model,
+                workspace: new.workspace,
+                capabilities: new.capabilities,
+                budget: new.budget,
+                state: AgentState::Pending,
+                parent: new.parent,
+                session: None,
+                created_at: now.clone(),
+                updated_at: now,
+            })
+        })
+        .await
+    }
+
+    pub async fn get_agent(&self, id: &AgentId) -> Result<Option<AgentRecord>, StoreError> {
+        let id = id.clone();
+        self.run(move |db| agent_where(&db.conn, "id = ?1", id.as_str()))
+            .await
+    }
+
+    pub async fn agent_by_name(&self, name: &str) -> Result<Option<AgentRecord>, StoreError> {
+        let name = name.to_owned();
+        self.run(move |db| agent_where(&db.conn, "name = ?1", &name))
+            .await
+    }
+
+    /// Every agent, oldest first.
+    pub async fn list_agents(&self) -> Result<Vec<AgentRecord>, StoreError> {
+        self.run(|db| {
+            let mut stmt = db.conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM agents ORDER BY created_at, rowid"
+            ))?;
+            let rows = stmt.query_map([], raw_agent)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row?.decode()?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Moves the agent to `to` if its lifecycle allows it from the state it is in now, and
+    /// records `agent.state_changed` with the reason; both commit together.
+    pub async fn transition_agent(
+        &self,
+        id: &AgentId,
+        to: AgentState,
+        reason: &str,
+    ) -> Result<AgentRecord, StoreError> {
+        let id = id.clone();
+        let reason = reason.to_owned();
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(mut agent) = agent_where(&tx, "id = ?1", id.as_str())? else {
+                return Err(StoreError::NotFound(format!("agent {id}")));
+            };
+            let from = agent.state;
+            agent.state = from.transition(to)?;
+            let now = db.clock.now();
+            tx.prepare_cached("UPDATE agents SET state = ?1, updated_at = ?2 WHERE id = ?3")?
+                .execute(params![to.as_str(), now, id.as_str()])?;
+            insert_event(
+                &tx,
+                &now,
+                "agent.state_changed",
+                Some(&id),
+                &json!({"from": from, "to": to, "reason": reason}),
+            )?;
+            tx.commit()?;
+            agent.updated_at = now;
+            Ok(agent)
+        })
+        .await
+    }
+}
+
+fn to_json<T: Serialize>(value: &T, what: &str) -> Result<String, StoreError> {
+    serde_json::to_string(value)
+        .map_err(|e| StoreError::Corrupt(format!("cannot encode the agent's {what}: {e}")))
+}
+
+fn agent_where(
+    conn: &Connection,
+    condition: &str,
+    value: &str,
+) -> Result<Option<AgentRecord>, StoreError> {
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM agents WHERE {condition}"))?
+        .query_row(params![value], raw_agent)
+        .optional()?
+        .map(RawAgent::decode)
+        .transpose()
+}
+
+/// The columns as SQLite returns them, before the JSON and enum columns are decoded.
+struct RawAgent {
+    id: String,
+    name: String,
+    template: String,
+    persona: String,
+    model: Option<String>,
+    workspace: String,
+    capabilities: String,
+    budget: String,
+    state: String,
+    parent: Option<String>,
+    session: Option<String>,
+    created_at: String,
+    updated_at: String,
+}
+
+fn raw_agent(r: &Row<'_>) -> rusqlite::Result<RawAgent> {
+    Ok(RawAgent {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        template: r.get(2)?,
+        persona: r.get(3)?,
+        model: r.get(4)?,
+        workspace: r.get(5)?,
+        capabilities: r.get(6)?,
+        budget: r.get(7)?,
+        state: r.get(8)?,
+        parent: r.get(9)?,
+        session: r.get(10)?,
+        created_at: r.get(11)?,
+        updated_at: r.get(12)?,
+    })
+}
+
+impl RawAgent {
+    fn decode(self) -> Result<AgentRecord, StoreError> {
+        let corrupt = |what: &str, e: &dyn std::fmt::Display| {
+            StoreError::Corrupt(format!("agent {} has an invalid {what}: {e}", self.id))
+        };
+        let capabilities =
+            serde_json::from_str(&self.capabilities).map_err(|e| corrupt("capabilities", &e))?;
+        let budget = serde_json::from_str(&self.budget).map_err(|e| corrupt("budget", &e))?;
+        let state = AgentState::parse(&self.state).ok_or_else(|| corrupt("state", &self.state))?;
+        Ok(AgentRecord {
+            id: AgentId::from_string(self.id),
+            name: self.name,
+            template: self.template,
+            persona: self.persona,
+            model: self.model,
+            workspace: self.workspace,
+            capabilities,
+            budget,
+            state,
+            parent: self.parent.map(AgentId::from_string),
+            session: self.session.map(SessionId::from_string),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}

@@ -1,0 +1,129 @@
+//! The event history of the bus: append-only rows with a global sequence number, queried by
+//! position and agent, and pruned to a bounded length.
+
+use crate::error::StoreError;
+use crate::store::{Store, from_sql_int, to_sql_int};
+use reef_core::AgentId;
+use rusqlite::{Connection, params};
+use serde::Serialize;
+
+/// One event as stored.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoredEvent {
+    /// Position in the history; strictly increasing, never reused.
+    pub seq: u64,
+    /// `agent.spawned`, `agent.state_changed`, `message.delivered`, …
+    pub kind: String,
+    pub agent_id: Option<AgentId>,
+    pub data: serde_json::Value,
+    pub created_at: String,
+}
+
+/// Appends one event inside the caller's transaction; returns its `seq`.
+pub(crate) fn insert_event(
+    conn: &Connection,
+    now: &str,
+    kind: &str,
+    agent: Option<&AgentId>,
+    data: &serde_json::Value,
+) -> Result<u64, StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO events (kind, agent_id, data, created_at) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![
+        kind,
+        agent.map(AgentId::as_str),
+        data.to_string(),
+        now
+    ])?;
+    from_sql_int(conn.last_insert_rowid(), "event seq")
+}
+
+impl Store {
+    /// Appends an event to the history and returns it.
+    pub async fn append_event(
+        &self,
+        kind: &str,
+        agent: Option<&AgentId>,
+        data: serde_json::Value,
+    ) -> Result<StoredEvent, StoreError> {
+        let kind = kind.to_owned();
+        let agent = agent.cloned();
+        self.run(move |db| {
+            let now = db.clock.now();
+            let seq = insert_event(&db.conn, &now, &kind, agent.as_ref(), &data)?;
+            Ok(StoredEvent {
+                seq,
+                kind,
+                agent_id: agent,
+                data,
+                created_at: now,
+            })
+        })
+        .await
+    }
+
+    /// Up to `limit` events with `seq > after`, oldest first; only `agent`'s when given.
+    pub async fn events_after(
+        &self,
+        after: u64,
+        agent: Option<&AgentId>,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let agent = agent.cloned();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.run(move |db| {
+            let mut stmt = db.conn.prepare_cached(
+                "SELECT seq, kind, agent_id, data, created_at FROM events
+                 WHERE seq > ?1 AND (?2 IS NULL OR agent_id = ?2)
+                 ORDER BY seq LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(
+                params![
+                    to_sql_int(after),
+                    agent.as_ref().map(AgentId::as_str),
+                    limit
+                ],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                    ))
+                },
+            )?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (seq, kind, agent_id, data, created_at) = row?;
+                let data = serde_json::from_str(&data).map_err(|e| {
+                    StoreError::Corrupt(format!("event {seq} has invalid JSON data: {e}"))
+                })?;
+                out.push(StoredEvent {
+                    seq: from_sql_int(seq, "event seq")?,
+                    kind,
+                    agent_id: agent_id.map(AgentId::from_string),
+                    data,
+                    created_at,
+                });
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Deletes all but the newest `keep` events; returns how many were deleted.
+    pub async fn prune_events(&self, keep: u64) -> Result<u64, StoreError> {
+        self.run(move |db| {
+            let deleted = db
+                .conn
+                .prepare_cached(
+                    "DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - ?1",
+                )?
+                .execute(params![to_sql_int(keep)])?;
+            Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+        })
+        .await
+    }
+}

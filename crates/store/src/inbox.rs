@@ -1,0 +1,245 @@
+//! Durable inboxes: at-least-once delivery made idempotent by a per-recipient key, a claim
+//! that marks a message in progress, and completion. A message claimed by a process that
+//! died goes back to `pending` through `release_claimed` at the next start.
+
+use crate::error::StoreError;
+use crate::events::insert_event;
+use crate::store::{Store, from_sql_int, to_sql_int};
+use reef_core::AgentId;
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+use serde_json::json;
+
+/// Where a message is in its recipient's inbox.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InboxStatus {
+    Pending,
+    /// Claimed by a turn that has not finished.
+    Processing,
+    Done,
+}
+
+impl InboxStatus {
+    fn parse(s: &str) -> Option<InboxStatus> {
+        match s {
+            "pending" => Some(InboxStatus::Pending),
+            "processing" => Some(InboxStatus::Processing),
+            "done" => Some(InboxStatus::Done),
+            _ => None,
+        }
+    }
+}
+
+/// One message in an inbox.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InboxMessage {
+    pub id: u64,
+    pub agent_id: AgentId,
+    /// An agent name, `operator`, or `room:#name`.
+    pub sender: String,
+    pub body: String,
+    pub dedup_key: String,
+    pub status: InboxStatus,
+    /// How many times it has been claimed (more than 1 after a crash mid-turn).
+    pub attempts: u32,
+    pub created_at: String,
+}
+
+/// The result of a delivery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub id: u64,
+    /// The key had been delivered before: nothing new was stored.
+    pub duplicate: bool,
+}
+
+const COLUMNS: &str = "id, agent_id, sender, body, dedup_key, status, attempts, created_at";
+
+impl Store {
+    /// Puts a message in `to`'s inbox unless one with the same `dedup_key` is there already,
+    /// and records `message.delivered` for a new one. Both commit together.
+    pub async fn deliver(
+        &self,
+        to: &AgentId,
+        sender: &str,
+        body: &str,
+        dedup_key: &str,
+    ) -> Result<Delivery, StoreError> {
+        let (to, sender, body, key) = (
+            to.clone(),
+            sender.to_owned(),
+            body.to_owned(),
+            dedup_key.to_owned(),
+        );
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let existing: Option<i64> = tx
+                .prepare_cached("SELECT id FROM inbox WHERE agent_id = ?1 AND dedup_key = ?2")?
+                .query_row(params![to.as_str(), key], |r| r.get(0))
+                .optional()?;
+            if let Some(id) = existing {
+                return Ok(Delivery {
+                    id: from_sql_int(id, "inbox id")?,
+                    duplicate: true,
+                });
+            }
+            let known: Option<i64> = tx
+                .prepare_cached("SELECT 1 FROM agents WHERE id = ?1")?
+                .query_row(params![to.as_str()], |r| r.get(0))
+                .optional()?;
+            if known.is_none() {
+                return Err(StoreError::NotFound(format!("agent {to}")));
+            }
+            let now = db.clock.now();
+            tx.prepare_cached(
+                "INSERT INTO inbox (agent_id, sender, body, dedup_key, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![to.as_str(), sender, body, key, now])?;
+            let id = from_sql_int(tx.last_insert_rowid(), "inbox id")?;
+            insert_event(
+                &tx,
+                &now,
+                "message.delivered",
+                Some(&to),
+                &json!({"inbox_id": id, "from": sender}),
+            )?;
+            tx.commit()?;
+            Ok(Delivery {
+                id,
+                duplicate: false,
+            })
+        })
+        .await
+    }
+
+    /// Marks the oldest pending message of `agent` as processing and returns it.
+    pub async fn claim_next(&self, agent: &AgentId) -> Result<Option<InboxMessage>, StoreError> {
+        let agent = agent.clone();
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let next: Option<i64> = tx
+                .prepare_cached(
+                    "SELECT id FROM inbox WHERE agent_id = ?1 AND status = 'pending'
+                     ORDER BY id LIMIT 1",
+                )?
+                .query_row(params![agent.as_str()], |r| r.get(0))
+                .optional()?;
+            let Some(id) = next else {
+                return Ok(None);
+            };
+            tx.prepare_cached(
+                "UPDATE inbox SET status = 'processing', attempts = attempts + 1 WHERE id = ?1",
+            )?
+            .execute(params![id])?;
+            let message = message_by_id(&tx, id)?;
+            tx.commit()?;
+            Ok(message)
+        })
+        .await
+    }
+
+    /// Marks a claimed message done. Finishing a message that is not `processing` is a
+    /// `Conflict` (it was already finished, or never claimed).
+    pub async fn finish_message(&self, id: u64) -> Result<(), StoreError> {
+        self.run(move |db| {
+            let now = db.clock.now();
+            let changed = db
+                .conn
+                .prepare_cached(
+                    "UPDATE inbox SET status = 'done', done_at = ?1
+                     WHERE id = ?2 AND status = 'processing'",
+                )?
+                .execute(params![now, to_sql_int(id)])?;
+            if changed == 0 {
+                return Err(StoreError::Conflict(format!(
+                    "inbox message {id} is not being processed"
+                )));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Puts every `processing` message back to `pending` (at start-up: the process that
+    /// claimed them is gone). Returns how many.
+    pub async fn release_claimed(&self) -> Result<u64, StoreError> {
+        self.run(|db| {
+            let n = db
+                .conn
+                .prepare_cached("UPDATE inbox SET status = 'pending' WHERE status = 'processing'")?
+                .execute([])?;
+            Ok(u64::try_from(n).unwrap_or(u64::MAX))
+        })
+        .await
+    }
+
+    /// Messages of `agent` in `status`, oldest first.
+    pub async fn inbox(
+        &self,
+        agent: &AgentId,
+        status: InboxStatus,
+    ) -> Result<Vec<InboxMessage>, StoreError> {
+        let agent = agent.clone();
+        self.run(move |db| {
+            let status = match status {
+                InboxStatus::Pending => "pending",
+                InboxStatus::Processing => "processing",
+                InboxStatus::Done => "done",
+            };
+            let ids: Vec<i64> = db
+                .conn
+                .prepare_cached(
+                    "SELECT id FROM inbox WHERE agent_id = ?1 AND status = ?2 ORDER BY id",
+                )?
+                .query_map(params![agent.as_str(), status], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                out.extend(message_by_id(&db.conn, id)?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+fn message_by_id(conn: &rusqlite::Connection, id: i64) -> Result<Option<InboxMessage>, StoreError> {
+    let row = conn
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM inbox WHERE id = ?1"))?
+        .query_row(params![id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, i64>(6)?,
+                r.get::<_, String>(7)?,
+            ))
+        })
+        .optional()?;
+    let Some((id, agent, sender, body, dedup_key, status, attempts, created_at)) = row else {
+        return Ok(None);
+    };
+    let status = InboxStatus::parse(&status)
+        .ok_or_else(|| StoreError::Corrupt(format!("inbox message {id} has status {status:?}")))?;
+    Ok(Some(InboxMessage {
+        id: from_sql_int(id, "inbox id")?,
+        agent_id: AgentId::from_string(agent),
+        sender,
+        body,
+        dedup_key,
+        status,
+        attempts: u32::try_from(attempts).map_err(|_| {
+            StoreError::Corrupt(format!("inbox message {id} has {attempts} attempts"))
+        })?,
+        created_at,
+    }))
+}
