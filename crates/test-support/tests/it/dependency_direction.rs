@@ -31,6 +31,19 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                 ][..],
             ),
         ),
+        (
+            "reef-runtime",
+            Some(
+                &[
+                    "reef-core",
+                    "reef-config",
+                    "reef-agent",
+                    "reef-store",
+                    "reef-security",
+                    "reef-llm",
+                ][..],
+            ),
+        ),
         ("reef-test-support", Some(&["reef-core", "reef-config"][..])),
         ("reef-cli", None),
     ])

@@ -1,0 +1,4 @@
+//! reef-runtime integration tests: one binary, one module per area.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+mod templates;
