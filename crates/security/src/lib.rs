@@ -1,10 +1,13 @@
-//! reef-security: pure security policy for reef (no I/O): SSRF rules for outbound requests.
+//! reef-security: pure security policy for reef (no I/O): SSRF rules for outbound requests
+//! and the command rules that decide which shell commands wait for the operator's approval.
 //!
 //! Callers classify addresses with [`classify_ip`] and ask an [`SsrfPolicy`] whether a URL
 //! (before resolution) and its resolved addresses (before connecting) may be used.
 
+mod commands;
 mod ip;
 mod ssrf;
 
+pub use commands::{CommandDecision, CommandRules, DEFAULT_DANGEROUS};
 pub use ip::{AddressClass, classify_ip};
 pub use ssrf::{SsrfError, SsrfPolicy};
