@@ -107,13 +107,23 @@ fn create_one(own: &str, controller: &str, limit: u64, name: &str) -> Result<Pat
     }
 }
 
-/// Removes empty cgroups left by sessions that ended without cleaning up.
+/// Removes cgroups left by reef processes that have exited without cleaning up. A cgroup of
+/// a live process is left alone even when empty: its session may have created it a moment
+/// ago and not started a command in it yet.
 fn sweep(parent: &Path) {
     let Ok(entries) = fs::read_dir(parent) else {
         return;
     };
     for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(PREFIX) {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(owner).exists() {
             let _ = fs::remove_dir(entry.path()); // fails (harmlessly) while still in use
         }
     }

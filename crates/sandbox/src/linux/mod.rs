@@ -43,11 +43,10 @@ fn outer(args: Vec<OsString>) -> Result<i32, String> {
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| format!("set the parent-death signal: {e}"))?;
     let (uid, gid) = (geteuid().as_raw(), getegid().as_raw());
-    // Join the session's cgroups while still in the host's user namespace (best effort: the
-    // session recorded any controller it could not set up).
-    if let Err(problem) = cgroup::join(&spec.cgroups) {
-        tracing::debug!(%problem, "cgroup not joined");
-    }
+    // Join the session's cgroups while still in the host's user namespace. The session lists
+    // only cgroups it did set up (it recorded the controllers it could not), so failing to
+    // join one means a limit would silently not apply: refuse instead.
+    cgroup::join(&spec.cgroups)?;
     confined(&spec, &command, uid, gid)
 }
 
