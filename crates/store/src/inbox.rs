@@ -192,16 +192,13 @@ impl Store {
                 InboxStatus::Processing => "processing",
                 InboxStatus::Done => "done",
             };
-            let ids: Vec<i64> = db
-                .conn
-                .prepare_cached(
-                    "SELECT id FROM inbox WHERE agent_id = ?1 AND status = ?2 ORDER BY id",
-                )?
-                .query_map(params![agent.as_str(), status], |r| r.get(0))?
-                .collect::<Result<_, _>>()?;
-            let mut out = Vec::with_capacity(ids.len());
-            for id in ids {
-                out.extend(message_by_id(&db.conn, id)?);
+            let mut stmt = db.conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM inbox WHERE agent_id = ?1 AND status = ?2 ORDER BY id"
+            ))?;
+            let rows = stmt.query_map(params![agent.as_str(), status], raw_message)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(decode(row?)?);
             }
             Ok(out)
         })
@@ -209,28 +206,35 @@ impl Store {
     }
 }
 
+/// The columns of `COLUMNS`, before the status and counters are checked.
+type RawMessage = (i64, String, String, String, String, String, i64, String);
+
+fn raw_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawMessage> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+        r.get(7)?,
+    ))
+}
+
 fn message_by_id(conn: &rusqlite::Connection, id: i64) -> Result<Option<InboxMessage>, StoreError> {
-    let row = conn
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM inbox WHERE id = ?1"))?
-        .query_row(params![id], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, String>(5)?,
-                r.get::<_, i64>(6)?,
-                r.get::<_, String>(7)?,
-            ))
-        })
-        .optional()?;
-    let Some((id, agent, sender, body, dedup_key, status, attempts, created_at)) = row else {
-        return Ok(None);
-    };
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM inbox WHERE id = ?1"))?
+        .query_row(params![id], raw_message)
+        .optional()?
+        .map(decode)
+        .transpose()
+}
+
+fn decode(raw: RawMessage) -> Result<InboxMessage, StoreError> {
+    let (id, agent, sender, body, dedup_key, status, attempts, created_at) = raw;
     let status = InboxStatus::parse(&status)
         .ok_or_else(|| StoreError::Corrupt(format!("inbox message {id} has status {status:?}")))?;
-    Ok(Some(InboxMessage {
+    Ok(InboxMessage {
         id: from_sql_int(id, "inbox id")?,
         agent_id: AgentId::from_string(agent),
         sender,
@@ -241,5 +245,5 @@ fn message_by_id(conn: &rusqlite::Connection, id: i64) -> Result<Option<InboxMes
             StoreError::Corrupt(format!("inbox message {id} has {attempts} attempts"))
         })?,
         created_at,
-    }))
+    })
 }
