@@ -2,11 +2,11 @@
 
 use crate::error::AgentError;
 use crate::session::SessionOptions;
-use reef_config::{Config, NetworkModeName, ProviderConfig, SandboxBackendName, SecretSource};
+use reef_config::{Config, NetworkModeName, ProviderConfig, SandboxBackendName};
 use reef_core::ModelClient;
 use reef_llm::ProviderSettings;
 use reef_sandbox::{HelperCommand, Limits, NetworkMode, Sandbox, SandboxBackend, SandboxPolicy};
-use reef_tools::{BuiltinConfig, SecretSpec, ToolRegistry};
+use reef_tools::{BuiltinConfig, ToolRegistry};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -118,18 +118,7 @@ pub fn builtin_tools(config: &Config, policy: SandboxPolicy) -> Arc<ToolRegistry
         max_shell_output_chars: config.tools.max_shell_output_chars,
         http_allow_private: config.tools.http_allow_private,
         http_timeout_secs: config.tools.http_timeout_secs,
-        secrets: config
-            .secrets
-            .iter()
-            .map(|s| SecretSpec {
-                name: s.name.clone(),
-                source: match &s.source {
-                    SecretSource::Env(var) => reef_tools::SecretSource::Env(var.clone()),
-                    SecretSource::File(path) => reef_tools::SecretSource::File(path.clone()),
-                },
-                description: s.description.clone(),
-            })
-            .collect(),
+        secrets: config.secrets.clone(),
         ..BuiltinConfig::default()
     };
     Arc::new(reef_tools::builtin_registry(sandbox, tools))

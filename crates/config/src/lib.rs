@@ -19,7 +19,6 @@ pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,
 };
 pub use secret::Secret;
-pub use secrets::{SecretConfig, SecretSource};
 
 /// The file name looked up in the home and the project directory.
 pub const CONFIG_FILE: &str = "reef.toml";

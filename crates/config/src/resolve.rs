@@ -5,7 +5,7 @@ use crate::layers::{self, LoadOptions, Origin};
 use crate::raw::{self, ProviderToml};
 use crate::sandbox::{self, SandboxConfig};
 use crate::secret::Secret;
-use crate::secrets::{self, SecretConfig};
+use crate::secrets;
 use reef_core::WireApi;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -66,7 +66,7 @@ pub struct Config {
     pub store_path: PathBuf,
     pub sandbox: SandboxConfig,
     /// `[secrets.NAME]`, sorted by name: where each value lives, never the value.
-    pub secrets: Vec<SecretConfig>,
+    pub secrets: Vec<reef_core::SecretSpec>,
     /// Config files that were found and read, lowest precedence first.
     pub files: Vec<PathBuf>,
     entries: Vec<ConfigEntry>,

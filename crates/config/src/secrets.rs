@@ -4,33 +4,15 @@
 
 use crate::error::ConfigError;
 use crate::raw::SecretToml;
+use reef_core::{SecretSource, SecretSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// Where a secret's value is read from, at the moment a tool call needs it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SecretSource {
-    /// A variable in reef's own environment (never passed to tools unless asked for).
-    Env(String),
-    /// A file whose content (without trailing newlines) is the value.
-    File(PathBuf),
-}
-
-/// One configured secret.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SecretConfig {
-    /// The name a tool call uses, and the environment variable the command sees.
-    pub name: String,
-    pub source: SecretSource,
-    /// What the secret is for, shown to the model next to the name.
-    pub description: Option<String>,
-}
 
 pub(crate) fn resolve(
     raw: BTreeMap<String, SecretToml>,
     home: &Path,
     origin_of: &dyn Fn(&str) -> String,
-) -> Result<Vec<SecretConfig>, ConfigError> {
+) -> Result<Vec<SecretSpec>, ConfigError> {
     let mut out = Vec::with_capacity(raw.len());
     for (name, secret) in raw {
         let key = format!("secrets.{name}");
@@ -71,7 +53,7 @@ pub(crate) fn resolve(
                 ));
             }
         };
-        out.push(SecretConfig {
+        out.push(SecretSpec {
             name,
             source,
             description: secret.description,

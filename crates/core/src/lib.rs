@@ -9,6 +9,7 @@ pub mod ids;
 pub mod message;
 pub mod model;
 pub mod protocol;
+pub mod secret;
 pub mod tool;
 pub mod usage;
 
@@ -20,5 +21,6 @@ pub use model::{
     StopReason, StreamEvent, WireApi,
 };
 pub use protocol::{Event, EventMsg, Op, Submission, TurnOutcome};
+pub use secret::{SecretSource, SecretSpec};
 pub use tool::{Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec};
 pub use usage::Usage;

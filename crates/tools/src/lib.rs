@@ -11,4 +11,4 @@ mod text;
 
 pub use builtin::{BuiltinConfig, builtin_registry};
 pub use registry::ToolRegistry;
-pub use secrets::{MIN_SECRET_LEN, SecretSource, SecretSpec, Secrets};
+pub use secrets::{MIN_SECRET_LEN, Secrets};

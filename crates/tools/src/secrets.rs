@@ -2,27 +2,8 @@
 //! process's environment, and redacted from every tool output afterwards, so a value never
 //! reaches the model's context or the transcript.
 
-use reef_core::ToolError;
-use std::path::PathBuf;
+use reef_core::{SecretSource, SecretSpec, ToolError};
 use std::sync::{Mutex, PoisonError};
-
-/// Where a secret's value is read from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SecretSource {
-    /// A variable in reef's own environment.
-    Env(String),
-    /// A file whose content, without trailing newlines, is the value.
-    File(PathBuf),
-}
-
-/// A secret the tools may use: its name (also the variable the command sees), its source and
-/// what it is for (shown to the model).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SecretSpec {
-    pub name: String,
-    pub source: SecretSource,
-    pub description: Option<String>,
-}
 
 /// Values shorter than this are not redacted (they would mangle ordinary output) and are
 /// refused instead.

@@ -1,7 +1,7 @@
 //! `[secrets.NAME]`: references only, validated with errors naming the key.
 
 use crate::Fixture;
-use reef_config::{SecretConfig, SecretSource};
+use reef_core::{SecretSource, SecretSpec};
 use std::path::Path;
 
 #[test]
@@ -18,12 +18,12 @@ fn secrets_resolve_to_references_sorted_by_name() {
     assert_eq!(
         config.secrets,
         [
-            SecretConfig {
+            SecretSpec {
                 name: "DEPLOY_KEY".into(),
                 source: SecretSource::File(fx.home().join("keys/deploy")),
                 description: None,
             },
-            SecretConfig {
+            SecretSpec {
                 name: "GITHUB_TOKEN".into(),
                 source: SecretSource::Env("AGENT_GH_TOKEN".into()),
                 description: Some("repo scope".into()),

@@ -10,7 +10,8 @@ mod shell;
 mod write_file;
 
 use crate::registry::ToolRegistry;
-use crate::secrets::{SecretSpec, Secrets};
+use crate::secrets::Secrets;
+use reef_core::SecretSpec;
 use reef_sandbox::Sandbox;
 use std::sync::Arc;
 
