@@ -4,7 +4,8 @@
 use crate::error::StoreError;
 use crate::events::insert_event;
 use crate::store::Store;
-use reef_core::{AgentId, AgentState, Budget, Capabilities, SessionId};
+use crate::store::from_sql_int;
+use reef_core::{AgentId, AgentState, Budget, Capabilities, SessionId, Usage};
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::json;
@@ -170,6 +171,128 @@ impl Store {
         })
         .await
     }
+    /// Records the session holding the agent's transcript.
+    pub async fn set_agent_session(
+        &self,
+        id: &AgentId,
+        session: &SessionId,
+    ) -> Result<(), StoreError> {
+        let (id, session) = (id.clone(), session.clone());
+        self.run(move |db| {
+            let now = db.clock.now();
+            let changed = db
+                .conn
+                .prepare_cached("UPDATE agents SET session_id = ?1, updated_at = ?2 WHERE id = ?3")?
+                .execute(params![session.as_str(), now, id.as_str()])?;
+            if changed == 0 {
+                return Err(StoreError::NotFound(format!("agent {id}")));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Changes the agent's model (provider name; `None` = the default provider) and/or
+    /// persona, recording `agent.updated`.
+    pub async fn update_agent(
+        &self,
+        id: &AgentId,
+        model: Option<Option<String>>,
+        persona: Option<String>,
+    ) -> Result<AgentRecord, StoreError> {
+        let id = id.clone();
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(mut agent) = agent_where(&tx, "id = ?1", id.as_str())? else {
+                return Err(StoreError::NotFound(format!("agent {id}")));
+            };
+            let now = db.clock.now();
+            if let Some(model) = &model {
+                agent.model.clone_from(model);
+            }
+            if let Some(persona) = &persona {
+                agent.persona.clone_from(persona);
+            }
+            tx.prepare_cached(
+                "UPDATE agents SET model = ?1, persona = ?2, updated_at = ?3 WHERE id = ?4",
+            )?
+            .execute(params![agent.model, agent.persona, now, id.as_str()])?;
+            insert_event(
+                &tx,
+                &now,
+                "agent.updated",
+                Some(&id),
+                &json!({"model": model.map(|m| m.unwrap_or_else(|| "(default)".into())),
+                        "persona_changed": persona.is_some()}),
+            )?;
+            tx.commit()?;
+            agent.updated_at = now;
+            Ok(agent)
+        })
+        .await
+    }
+
+    /// Deletes the agent with its inbox and room memberships, recording `agent.destroyed`.
+    /// With `purge`, its session transcript goes too; otherwise the transcript stays readable.
+    pub async fn delete_agent(&self, id: &AgentId, purge: bool) -> Result<(), StoreError> {
+        let id = id.clone();
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(agent) = agent_where(&tx, "id = ?1", id.as_str())? else {
+                return Err(StoreError::NotFound(format!("agent {id}")));
+            };
+            let now = db.clock.now();
+            tx.prepare_cached("DELETE FROM agents WHERE id = ?1")?
+                .execute(params![id.as_str()])?;
+            tx.prepare_cached(
+                "UPDATE pending SET status = 'cancelled', resolved_at = ?1
+                 WHERE status = 'pending' AND (agent_id = ?2 OR target_id = ?2)",
+            )?
+            .execute(params![now, id.as_str()])?;
+            if let (true, Some(session)) = (purge, &agent.session) {
+                tx.prepare_cached("DELETE FROM sessions WHERE id = ?1")?
+                    .execute(params![session.as_str()])?;
+            }
+            insert_event(
+                &tx,
+                &now,
+                "agent.destroyed",
+                Some(&id),
+                &json!({"name": agent.name, "purged": purge}),
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Tokens the agent's session has used, as the providers reported them.
+    pub async fn agent_usage(&self, id: &AgentId) -> Result<Usage, StoreError> {
+        let id = id.clone();
+        self.run(move |db| {
+            let (input, output, cached): (i64, i64, i64) = db
+                .conn
+                .prepare_cached(
+                    "SELECT COALESCE(SUM(u.input_tokens), 0), COALESCE(SUM(u.output_tokens), 0),
+                            COALESCE(SUM(u.cached_input_tokens), 0)
+                     FROM agents a JOIN model_usage u ON u.session_id = a.session_id
+                     WHERE a.id = ?1",
+                )?
+                .query_row(params![id.as_str()], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?;
+            Ok(Usage {
+                input_tokens: from_sql_int(input, "input tokens")?,
+                output_tokens: from_sql_int(output, "output tokens")?,
+                cached_input_tokens: from_sql_int(cached, "cached tokens")?,
+            })
+        })
+        .await
+    }
 }
 
 fn to_json<T: Serialize>(value: &T, what: &str) -> Result<String, StoreError> {
@@ -249,4 +372,13 @@ impl RawAgent {
             updated_at: self.updated_at,
         })
     }
+}
+
+/// The name of agent `id` (its id when it no longer exists).
+pub(crate) fn agent_name(conn: &Connection, id: &AgentId) -> Result<String, StoreError> {
+    let name: Option<String> = conn
+        .prepare_cached("SELECT name FROM agents WHERE id = ?1")?
+        .query_row(params![id.as_str()], |r| r.get(0))
+        .optional()?;
+    Ok(name.unwrap_or_else(|| id.to_string()))
 }

@@ -2,11 +2,13 @@
 //! that marks a message in progress, and completion. A message claimed by a process that
 //! died goes back to `pending` through `release_claimed` at the next start.
 
+use crate::agents::agent_name;
 use crate::error::StoreError;
 use crate::events::insert_event;
+use crate::pending::{PendingStatus, resolve_in};
 use crate::store::{Store, from_sql_int, to_sql_int};
 use reef_core::AgentId;
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::json;
 
@@ -40,6 +42,8 @@ pub struct InboxMessage {
     pub sender: String,
     pub body: String,
     pub dedup_key: String,
+    /// The pending request this message answers when processed (request/response).
+    pub request_id: Option<String>,
     pub status: InboxStatus,
     /// How many times it has been claimed (more than 1 after a crash mid-turn).
     pub attempts: u32,
@@ -54,7 +58,71 @@ pub struct Delivery {
     pub duplicate: bool,
 }
 
-const COLUMNS: &str = "id, agent_id, sender, body, dedup_key, status, attempts, created_at";
+const COLUMNS: &str =
+    "id, agent_id, sender, body, dedup_key, status, attempts, created_at, request_id";
+
+/// A message to put in an inbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Letter {
+    pub to: AgentId,
+    /// An agent name, `operator`, or `room:#name`.
+    pub sender: String,
+    pub body: String,
+    /// Delivery is idempotent per recipient and key.
+    pub dedup_key: String,
+    /// A pending request the recipient's answer resolves.
+    pub request_id: Option<String>,
+}
+
+/// Delivers `letter` inside the caller's transaction (see [`Store::deliver`]).
+pub(crate) fn deliver_in(
+    tx: &Connection,
+    now: &str,
+    letter: &Letter,
+) -> Result<Delivery, StoreError> {
+    let existing: Option<i64> = tx
+        .prepare_cached("SELECT id FROM inbox WHERE agent_id = ?1 AND dedup_key = ?2")?
+        .query_row(params![letter.to.as_str(), letter.dedup_key], |r| r.get(0))
+        .optional()?;
+    if let Some(id) = existing {
+        return Ok(Delivery {
+            id: from_sql_int(id, "inbox id")?,
+            duplicate: true,
+        });
+    }
+    let known: Option<i64> = tx
+        .prepare_cached("SELECT 1 FROM agents WHERE id = ?1")?
+        .query_row(params![letter.to.as_str()], |r| r.get(0))
+        .optional()?;
+    if known.is_none() {
+        return Err(StoreError::NotFound(format!("agent {}", letter.to)));
+    }
+    tx.prepare_cached(
+        "INSERT INTO inbox (agent_id, sender, body, dedup_key, created_at, request_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        letter.to.as_str(),
+        letter.sender,
+        letter.body,
+        letter.dedup_key,
+        now,
+        letter.request_id
+    ])?;
+    let id = from_sql_int(tx.last_insert_rowid(), "inbox id")?;
+    insert_event(
+        tx,
+        now,
+        "message.delivered",
+        Some(&letter.to),
+        &json!({"inbox_id": id, "from": letter.sender, "body": letter.body,
+                "request_id": letter.request_id}),
+    )?;
+    Ok(Delivery {
+        id,
+        duplicate: false,
+    })
+}
 
 impl Store {
     /// Puts a message in `to`'s inbox unless one with the same `dedup_key` is there already,
@@ -66,52 +134,26 @@ impl Store {
         body: &str,
         dedup_key: &str,
     ) -> Result<Delivery, StoreError> {
-        let (to, sender, body, key) = (
-            to.clone(),
-            sender.to_owned(),
-            body.to_owned(),
-            dedup_key.to_owned(),
-        );
+        self.send(Letter {
+            to: to.clone(),
+            sender: sender.to_owned(),
+            body: body.to_owned(),
+            dedup_key: dedup_key.to_owned(),
+            request_id: None,
+        })
+        .await
+    }
+
+    /// Delivers a [`Letter`]; like [`Store::deliver`].
+    pub async fn send(&self, letter: Letter) -> Result<Delivery, StoreError> {
         self.run(move |db| {
             let tx = db
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let existing: Option<i64> = tx
-                .prepare_cached("SELECT id FROM inbox WHERE agent_id = ?1 AND dedup_key = ?2")?
-                .query_row(params![to.as_str(), key], |r| r.get(0))
-                .optional()?;
-            if let Some(id) = existing {
-                return Ok(Delivery {
-                    id: from_sql_int(id, "inbox id")?,
-                    duplicate: true,
-                });
-            }
-            let known: Option<i64> = tx
-                .prepare_cached("SELECT 1 FROM agents WHERE id = ?1")?
-                .query_row(params![to.as_str()], |r| r.get(0))
-                .optional()?;
-            if known.is_none() {
-                return Err(StoreError::NotFound(format!("agent {to}")));
-            }
             let now = db.clock.now();
-            tx.prepare_cached(
-                "INSERT INTO inbox (agent_id, sender, body, dedup_key, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?
-            .execute(params![to.as_str(), sender, body, key, now])?;
-            let id = from_sql_int(tx.last_insert_rowid(), "inbox id")?;
-            insert_event(
-                &tx,
-                &now,
-                "message.delivered",
-                Some(&to),
-                &json!({"inbox_id": id, "from": sender}),
-            )?;
+            let delivery = deliver_in(&tx, &now, &letter)?;
             tx.commit()?;
-            Ok(Delivery {
-                id,
-                duplicate: false,
-            })
+            Ok(delivery)
         })
         .await
     }
@@ -147,10 +189,23 @@ impl Store {
     /// Marks a claimed message done. Finishing a message that is not `processing` is a
     /// `Conflict` (it was already finished, or never claimed).
     pub async fn finish_message(&self, id: u64) -> Result<(), StoreError> {
+        self.complete_message(id, None).await
+    }
+
+    /// Marks a claimed message done and, when it carries a request and `answer` is given,
+    /// answers that request (delivering the answer to whoever asked) in the same transaction,
+    /// so a crash can neither lose the answer nor send it twice.
+    pub async fn complete_message(
+        &self,
+        id: u64,
+        answer: Option<String>,
+    ) -> Result<(), StoreError> {
         self.run(move |db| {
-            let now = db.clock.now();
-            let changed = db
+            let tx = db
                 .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = db.clock.now();
+            let changed = tx
                 .prepare_cached(
                     "UPDATE inbox SET status = 'done', done_at = ?1
                      WHERE id = ?2 AND status = 'processing'",
@@ -161,6 +216,33 @@ impl Store {
                     "inbox message {id} is not being processed"
                 )));
             }
+            let message = message_by_id(&tx, to_sql_int(id))?
+                .ok_or_else(|| StoreError::NotFound(format!("inbox message {id}")))?;
+            if let (Some(request), Some(answer)) = (message.request_id, answer) {
+                let replier = agent_name(&tx, &message.agent_id)?;
+                resolve_in(
+                    &tx,
+                    &now,
+                    &request,
+                    PendingStatus::Answered,
+                    Some(&answer),
+                    Some(&replier),
+                )?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Puts one claimed message back to `pending` (its turn was interrupted by a shutdown).
+    pub async fn release_message(&self, id: u64) -> Result<(), StoreError> {
+        self.run(move |db| {
+            db.conn
+                .prepare_cached(
+                    "UPDATE inbox SET status = 'pending' WHERE id = ?1 AND status = 'processing'",
+                )?
+                .execute(params![to_sql_int(id)])?;
             Ok(())
         })
         .await
@@ -207,7 +289,17 @@ impl Store {
 }
 
 /// The columns of `COLUMNS`, before the status and counters are checked.
-type RawMessage = (i64, String, String, String, String, String, i64, String);
+type RawMessage = (
+    i64,
+    String,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    String,
+    Option<String>,
+);
 
 fn raw_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawMessage> {
     Ok((
@@ -219,10 +311,14 @@ fn raw_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawMessage> {
         r.get(5)?,
         r.get(6)?,
         r.get(7)?,
+        r.get(8)?,
     ))
 }
 
-fn message_by_id(conn: &rusqlite::Connection, id: i64) -> Result<Option<InboxMessage>, StoreError> {
+pub(crate) fn message_by_id(
+    conn: &Connection,
+    id: i64,
+) -> Result<Option<InboxMessage>, StoreError> {
     conn.prepare_cached(&format!("SELECT {COLUMNS} FROM inbox WHERE id = ?1"))?
         .query_row(params![id], raw_message)
         .optional()?
@@ -231,7 +327,7 @@ fn message_by_id(conn: &rusqlite::Connection, id: i64) -> Result<Option<InboxMes
 }
 
 fn decode(raw: RawMessage) -> Result<InboxMessage, StoreError> {
-    let (id, agent, sender, body, dedup_key, status, attempts, created_at) = raw;
+    let (id, agent, sender, body, dedup_key, status, attempts, created_at, request_id) = raw;
     let status = InboxStatus::parse(&status)
         .ok_or_else(|| StoreError::Corrupt(format!("inbox message {id} has status {status:?}")))?;
     Ok(InboxMessage {
@@ -240,6 +336,7 @@ fn decode(raw: RawMessage) -> Result<InboxMessage, StoreError> {
         sender,
         body,
         dedup_key,
+        request_id,
         status,
         attempts: u32::try_from(attempts).map_err(|_| {
             StoreError::Corrupt(format!("inbox message {id} has {attempts} attempts"))

@@ -12,7 +12,9 @@ mod events;
 mod inbox;
 mod messages;
 mod migrations;
+mod pending;
 mod records;
+mod rooms;
 mod sessions;
 mod store;
 mod usage;
@@ -20,8 +22,10 @@ mod usage;
 pub use agents::{AgentRecord, NewAgent};
 pub use error::StoreError;
 pub use events::StoredEvent;
-pub use inbox::{Delivery, InboxMessage, InboxStatus};
+pub use inbox::{Delivery, InboxMessage, InboxStatus, Letter};
+pub use pending::{NewPending, PendingItem, PendingKind, PendingStatus};
 pub use records::{
     NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage, UsageRecord,
 };
+pub use rooms::RoomRecord;
 pub use store::Store;

@@ -6,6 +6,7 @@ use rusqlite_migration::{M, Migrations};
 const ALL: &[M<'static>] = &[
     M::up(include_str!("0001_sessions.sql")),
     M::up(include_str!("0002_agents.sql")),
+    M::up(include_str!("0003_pending_rooms.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -18,6 +19,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 2);
+        assert_eq!(ALL.len(), 3);
     }
 }

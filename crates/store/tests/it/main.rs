@@ -4,6 +4,7 @@
 mod agents;
 mod messages;
 mod open;
+mod pending;
 mod sessions;
 mod usage;
 
