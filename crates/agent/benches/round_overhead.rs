@@ -118,6 +118,9 @@ async fn engine(tools: Arc<ToolRegistry>, tool: &str, args: &Value, n: usize) ->
         max_wall: Duration::from_secs(60),
         inline_output_chars: 2000,
         system_prompt: None,
+        persona: None,
+        token_budget: None,
+        loop_limit: 0,
     };
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {

@@ -2,12 +2,22 @@
 
 use std::path::Path;
 
-/// Builds the system prompt for a session in `workspace`, unless config supplies one.
+/// Builds the system prompt for a session in `workspace` (config may supply its own), with
+/// the agent's persona first.
 pub(crate) fn system_prompt(
+    persona: Option<&str>,
     custom: Option<&str>,
     workspace: &Path,
     tool_names: &[String],
 ) -> String {
+    let base = base_prompt(custom, workspace, tool_names);
+    match persona {
+        Some(persona) if !persona.trim().is_empty() => format!("{}\n\n{base}", persona.trim()),
+        _ => base,
+    }
+}
+
+fn base_prompt(custom: Option<&str>, workspace: &Path, tool_names: &[String]) -> String {
     if let Some(custom) = custom {
         return custom.to_owned();
     }

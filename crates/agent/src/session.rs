@@ -24,6 +24,15 @@ pub struct SessionOptions {
     pub inline_output_chars: usize,
     /// Replaces the built-in system prompt.
     pub system_prompt: Option<String>,
+    /// Who the agent is (a daemon agent's name, role and persona), put before the system
+    /// prompt.
+    pub persona: Option<String>,
+    /// Tokens (input + output) this turn may use before it stops with `BudgetExceeded`;
+    /// `None` is unlimited.
+    pub token_budget: Option<u64>,
+    /// The same tool call (name and arguments) this many times in one turn stops it with
+    /// `LoopDetected`; 0 turns loop detection off.
+    pub loop_limit: u32,
 }
 
 /// Progress of the turn in flight, kept on the session so an interrupted turn can still report it.
@@ -111,6 +120,12 @@ impl Session {
         &self.model
     }
 
+    /// Replaces the options for the following turns (a daemon agent's persona, budget or
+    /// limits changed).
+    pub fn set_options(&mut self, opts: SessionOptions) {
+        self.opts = opts;
+    }
+
     /// Switches the model for the following turns (`/model`).
     pub fn set_model(&mut self, model: Arc<dyn ModelClient>) {
         self.model = model;
@@ -155,6 +170,7 @@ impl Session {
         let names = self.tools.names();
         let mut out = Vec::with_capacity(self.history.len() + 1);
         out.push(Message::system(prompt::system_prompt(
+            self.opts.persona.as_deref(),
             self.opts.system_prompt.as_deref(),
             &self.opts.workspace,
             &names,

@@ -112,6 +112,11 @@ pub fn fallback_warning(backend: &str, reason: &str) -> String {
 /// The built-in tools, running their processes through a sandbox with `policy` (usually from
 /// [`sandbox_policy`]).
 pub fn builtin_tools(config: &Config, policy: SandboxPolicy) -> Arc<ToolRegistry> {
+    Arc::new(builtin_registry(config, policy))
+}
+
+/// The built-in tools as a registry the caller can extend or narrow before use.
+pub fn builtin_registry(config: &Config, policy: SandboxPolicy) -> ToolRegistry {
     let sandbox = Arc::new(Sandbox::new(policy));
     let tools = BuiltinConfig {
         shell_timeout_secs: config.tools.shell_timeout_secs,
@@ -121,7 +126,7 @@ pub fn builtin_tools(config: &Config, policy: SandboxPolicy) -> Arc<ToolRegistry
         secrets: config.secrets.clone(),
         ..BuiltinConfig::default()
     };
-    Arc::new(reef_tools::builtin_registry(sandbox, tools))
+    reef_tools::builtin_registry(sandbox, tools)
 }
 
 /// Session options from `[agent]`, working in `workspace`.
@@ -132,5 +137,8 @@ pub fn session_options(config: &Config, workspace: PathBuf) -> SessionOptions {
         max_wall: Duration::from_secs(config.agent.max_wall_secs),
         inline_output_chars: config.agent.inline_output_chars,
         system_prompt: config.agent.system_prompt.clone(),
+        persona: None,
+        token_budget: None,
+        loop_limit: config.agent.loop_limit,
     }
 }

@@ -8,6 +8,7 @@ use reef_core::{
     Event, EventMsg, Message, ModelRequest, StreamEvent, SubmissionId, ToolCall, TurnOutcome,
 };
 use reef_store::NewUsage;
+use std::collections::HashMap;
 use tokio::sync::mpsc::UnboundedSender;
 
 impl Session {
@@ -63,6 +64,7 @@ impl Session {
     ) -> Result<TurnOutcome, AgentError> {
         self.persist(Message::user(input)).await?;
         let max_rounds = self.opts.max_rounds;
+        let mut seen: HashMap<(String, String), u32> = HashMap::new();
         while self.turn.rounds < max_rounds {
             self.turn.rounds += 1;
             let request = ModelRequest {
@@ -100,6 +102,7 @@ impl Session {
                 model: response.model.clone(),
                 usage: response.usage,
             });
+            let used = self.turn.usage.input_tokens + self.turn.usage.output_tokens;
 
             let (text, calls) = self.resolve_calls(response.content, response.tool_calls, emitter);
             self.persist(Message::Assistant {
@@ -112,6 +115,15 @@ impl Session {
             }
             if calls.is_empty() {
                 return Ok(TurnOutcome::Completed { text });
+            }
+            if let Some(limit) = self.opts.token_budget
+                && used >= limit
+            {
+                // The calls stay unanswered; the next context answers them with an error.
+                return Ok(TurnOutcome::BudgetExceeded { limit, used });
+            }
+            if let Some((tool, repeats)) = repeated_call(&mut seen, &calls, self.opts.loop_limit) {
+                return Ok(TurnOutcome::LoopDetected { tool, repeats });
             }
 
             let results = dispatch::run_calls(self, &calls, emitter).await;
@@ -145,5 +157,70 @@ impl Session {
             ),
         });
         (rest, calls)
+    }
+}
+
+/// Counts each call of the round under its name and normalised arguments; the first one seen
+/// `limit` times in this turn is reported (never with `limit` 0).
+fn repeated_call(
+    seen: &mut HashMap<(String, String), u32>,
+    calls: &[ToolCall],
+    limit: u32,
+) -> Option<(String, u32)> {
+    if limit == 0 {
+        return None;
+    }
+    let mut hit = None;
+    for call in calls {
+        // Parsed and re-serialised, so key order and spacing do not hide a repeat.
+        let args = serde_json::from_str::<serde_json::Value>(&call.arguments)
+            .map(|v| v.to_string())
+            .unwrap_or_else(|_| call.arguments.trim().to_owned());
+        let count = seen.entry((call.name.clone(), args)).or_insert(0);
+        *count += 1;
+        if *count >= limit && hit.is_none() {
+            hit = Some((call.name.clone(), *count));
+        }
+    }
+    hit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reef_core::ToolCallId;
+
+    fn call(args: &str) -> ToolCall {
+        ToolCall {
+            id: ToolCallId::new(),
+            name: "shell".into(),
+            arguments: args.into(),
+        }
+    }
+
+    #[test]
+    fn the_same_call_in_any_key_order_counts_as_a_repeat() {
+        let mut seen = HashMap::new();
+        assert_eq!(
+            repeated_call(&mut seen, &[call(r#"{"a":1,"b":2}"#)], 3),
+            None
+        );
+        assert_eq!(
+            repeated_call(&mut seen, &[call(r#"{"b":2, "a":1}"#)], 3),
+            None
+        );
+        assert_eq!(repeated_call(&mut seen, &[call(r#"{"a":2}"#)], 3), None);
+        assert_eq!(
+            repeated_call(&mut seen, &[call(r#"{ "a": 1, "b": 2 }"#)], 3),
+            Some(("shell".into(), 3))
+        );
+    }
+
+    #[test]
+    fn a_limit_of_zero_never_reports() {
+        let mut seen = HashMap::new();
+        for _ in 0..10 {
+            assert_eq!(repeated_call(&mut seen, &[call("{}")], 0), None);
+        }
     }
 }

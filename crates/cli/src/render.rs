@@ -110,6 +110,14 @@ impl Renderer {
                     TurnOutcome::TimedOut { limit_secs } => {
                         format!("stopped: the turn exceeded its {limit_secs} s budget")
                     }
+                    TurnOutcome::BudgetExceeded { limit, used } => {
+                        format!("stopped: used {used} of a {limit}-token budget")
+                    }
+                    TurnOutcome::LoopDetected { tool, repeats } => {
+                        format!(
+                            "stopped: `{tool}` was called {repeats} times with the same arguments"
+                        )
+                    }
                     TurnOutcome::Interrupted => "interrupted".to_owned(),
                     TurnOutcome::Failed { .. } => "failed".to_owned(),
                 };

@@ -133,6 +133,14 @@ fn defaults() -> Layer {
 max_rounds = 25
 max_wall_secs = 1800
 inline_output_chars = 2000
+loop_limit = 3
+
+[daemon]
+listen = "127.0.0.1:7447"
+max_concurrent_turns = 4
+event_history = 100000
+question_ttl_secs = 86400
+request_timeout_secs = 600
 
 [tools]
 shell_timeout_secs = 30

@@ -4,6 +4,7 @@
 //! project directory < `REEF_*` environment variables < `-c key=value` on the command line.
 //! Every resolved value remembers its origin so `reef config show` can explain it.
 
+mod daemon;
 mod error;
 mod layers;
 mod raw;
@@ -12,6 +13,7 @@ mod sandbox;
 mod secret;
 mod secrets;
 
+pub use daemon::{ApprovalsConfig, DaemonConfig};
 pub use error::ConfigError;
 pub use layers::{LoadOptions, Origin};
 pub use resolve::{AgentConfig, Config, ConfigEntry, ProviderConfig, ToolsConfig};

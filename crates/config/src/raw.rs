@@ -15,6 +15,8 @@ pub(crate) struct ConfigToml {
     pub tools: Option<ToolsToml>,
     pub store: Option<StoreToml>,
     pub sandbox: Option<SandboxToml>,
+    pub daemon: Option<crate::daemon::DaemonToml>,
+    pub approvals: Option<crate::daemon::ApprovalsToml>,
     #[serde(default)]
     pub secrets: BTreeMap<String, SecretToml>,
 }
@@ -53,6 +55,7 @@ pub(crate) struct AgentToml {
     pub max_rounds: Option<u32>,
     pub max_wall_secs: Option<u64>,
     pub inline_output_chars: Option<usize>,
+    pub loop_limit: Option<u32>,
     pub system_prompt: Option<String>,
 }
 

@@ -35,6 +35,9 @@ pub struct AgentConfig {
     pub max_wall_secs: u64,
     /// Tool outputs longer than this are saved to the workspace and previewed.
     pub inline_output_chars: usize,
+    /// The same tool call (name and arguments) this many times in one turn stops the turn;
+    /// 0 turns loop detection off.
+    pub loop_limit: u32,
     pub system_prompt: Option<String>,
 }
 
@@ -65,6 +68,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub store_path: PathBuf,
     pub sandbox: SandboxConfig,
+    pub daemon: crate::daemon::DaemonConfig,
+    pub approvals: crate::daemon::ApprovalsConfig,
     /// `[secrets.NAME]`, sorted by name: where each value lives, never the value.
     pub secrets: Vec<reef_core::SecretSpec>,
     /// Config files that were found and read, lowest precedence first.
@@ -134,6 +139,8 @@ impl Config {
         }
 
         let sandbox = sandbox::resolve(parsed.sandbox.unwrap_or_default(), &opts.env, &origin_of)?;
+        let daemon = crate::daemon::resolve(parsed.daemon.unwrap_or_default(), &origin_of)?;
+        let approvals = crate::daemon::resolve_approvals(parsed.approvals.unwrap_or_default());
         let secrets = secrets::resolve(parsed.secrets, &opts.home, &origin_of)?;
         let agent = parsed.agent.unwrap_or_default();
         let tools = parsed.tools.unwrap_or_default();
@@ -157,6 +164,7 @@ impl Config {
                 max_rounds: agent.max_rounds.unwrap_or(25),
                 max_wall_secs: agent.max_wall_secs.unwrap_or(1800),
                 inline_output_chars: agent.inline_output_chars.unwrap_or(2000),
+                loop_limit: agent.loop_limit.unwrap_or(3),
                 system_prompt: agent.system_prompt,
             },
             tools: ToolsConfig {
@@ -167,6 +175,8 @@ impl Config {
             },
             store_path,
             sandbox,
+            daemon,
+            approvals,
             secrets,
             files: merged.files,
             entries: Vec::new(),

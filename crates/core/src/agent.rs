@@ -211,11 +211,56 @@ impl Capabilities {
         }
         Ok(())
     }
+
+    /// `self` narrowed to what `parent` holds, so the result is always `within` it.
+    pub fn clamped_to(&self, parent: &Capabilities) -> Capabilities {
+        let parent_all = parent.tools.iter().any(|t| t == "*");
+        let tools = if parent_all {
+            self.tools.clone()
+        } else if self.tools.iter().any(|t| t == "*") {
+            parent.tools.clone()
+        } else {
+            self.tools
+                .iter()
+                .filter(|t| parent.allows_tool(t))
+                .cloned()
+                .collect()
+        };
+        Capabilities {
+            tools,
+            spawn: self.spawn && parent.spawn,
+            shared_memory_write: self.shared_memory_write && parent.shared_memory_write,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clamped_capabilities_are_always_within_the_parent() {
+        let parent = Capabilities {
+            tools: vec!["read_file".into(), "shell".into()],
+            spawn: false,
+            shared_memory_write: true,
+        };
+        let wide = Capabilities {
+            tools: vec!["*".into()],
+            spawn: true,
+            shared_memory_write: true,
+        };
+        let clamped = wide.clamped_to(&parent);
+        assert_eq!(clamped.tools, ["read_file", "shell"]);
+        assert!(!clamped.spawn);
+        assert!(clamped.within(&parent).is_ok());
+        let some = Capabilities {
+            tools: vec!["shell".into(), "http_fetch".into()],
+            ..Capabilities::default()
+        };
+        assert_eq!(some.clamped_to(&parent).tools, ["shell"]);
+        assert!(wide.within(&parent).is_err());
+    }
 
     #[test]
     fn the_lifecycle_has_exactly_these_transitions() {

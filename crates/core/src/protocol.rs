@@ -108,6 +108,10 @@ pub enum TurnOutcome {
     MaxRounds { limit: u32 },
     /// The wall-clock budget ran out.
     TimedOut { limit_secs: u64 },
+    /// The token budget of the turn (what was left of the agent's) ran out.
+    BudgetExceeded { limit: u64, used: u64 },
+    /// The model repeated the same tool call with the same arguments `repeats` times.
+    LoopDetected { tool: String, repeats: u32 },
     /// The user interrupted the turn.
     Interrupted,
     /// The model could not be reached or kept failing.

@@ -1,8 +1,27 @@
-//! reef-runtime: the kernel of reef's daemon. So far: agent templates (`templates`); the
-//! supervisor, inboxes and the bus build on `reef-store`'s agents, inbox and events tables.
+//! reef-runtime: the kernel of reef's daemon. `Runtime` supervises many durable agents: each
+//! has an inbox in the store and a worker that wakes when a message arrives and runs turns
+//! (at most `daemon.max_concurrent_turns` at once) until the inbox is empty, with budgets,
+//! loop detection, messaging and rooms, operator questions and approvals, and a bus that
+//! publishes the committed event history to subscribers.
 
+mod agents;
+mod bus;
+mod error;
+mod expiry;
+mod gate;
+mod kernel;
+mod messaging;
+mod questions;
 mod templates;
+mod tools;
+mod worker;
 
+pub use agents::{ROOM_AGENTS, ROOM_CONTROL, SpawnRequest, Spawned, check_name};
+pub use bus::{Bus, EventFilter};
+pub use error::RuntimeError;
+pub use kernel::{Recovery, Runtime, RuntimeOptions};
+pub use messaging::{MAX_MESSAGE_BYTES, Sender, Sent};
+pub use questions::MAX_TTL_SECS;
 pub use templates::{
     BUILTIN_TEMPLATES, SandboxOverrides, Template, TemplateError, TemplateSource, Templates,
 };

@@ -113,6 +113,18 @@ impl Store {
         .await
     }
 
+    /// The position of the newest event (0 when the history is empty).
+    pub async fn last_event_seq(&self) -> Result<u64, StoreError> {
+        self.run(|db| {
+            let seq: Option<i64> = db
+                .conn
+                .prepare_cached("SELECT MAX(seq) FROM events")?
+                .query_row([], |r| r.get(0))?;
+            from_sql_int(seq.unwrap_or(0), "event seq")
+        })
+        .await
+    }
+
     /// Deletes all but the newest `keep` events; returns how many were deleted.
     pub async fn prune_events(&self, keep: u64) -> Result<u64, StoreError> {
         self.run(move |db| {

@@ -15,4 +15,4 @@ mod server;
 pub use home::TestHome;
 pub use recorded::RecordedRequest;
 pub use reply::MockReply;
-pub use server::MockLlm;
+pub use server::{MockLlm, Responder};

@@ -117,6 +117,33 @@ impl RecordedRequest {
             .collect()
     }
 
+    /// The system prompt: OpenAI's `role: system` messages or Anthropic's top-level `system`.
+    pub fn system_text(&self) -> String {
+        let mut out = match self.body.get("system") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(parts)) => joined_text_parts(parts),
+            _ => String::new(),
+        };
+        for m in self.messages() {
+            if m.get("role").and_then(Value::as_str) == Some("system") {
+                out.push_str(&text_of(m.get("content")));
+            }
+        }
+        out
+    }
+
+    /// Whether the conversation ends with a tool result (the model is being shown the
+    /// outcome of its calls) rather than with new input.
+    pub fn ends_with_tool_result(&self) -> bool {
+        let Some(last) = self.messages().last() else {
+            return false;
+        };
+        last.get("role").and_then(Value::as_str) == Some("tool")
+            || blocks(last)
+                .iter()
+                .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+    }
+
     /// The number of entries in `messages` (Anthropic's top-level `system` is not counted).
     pub fn message_count(&self) -> usize {
         self.messages().len()

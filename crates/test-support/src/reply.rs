@@ -24,6 +24,8 @@ pub enum MockReply {
     /// Stream: this text delta, then the end of the body without the terminal events.
     /// Non-stream: a truncated JSON body.
     StreamCut(String),
+    /// This reply, sent after waiting (a slow model, so a test can act mid-request).
+    Delayed(std::time::Duration, Box<MockReply>),
 }
 
 impl MockReply {
@@ -162,6 +164,8 @@ pub(crate) fn plan(reply: MockReply, facts: &RequestFacts) -> Action {
             retry_after_secs,
         },
         MockReply::MalformedBody(body) => Action::Malformed(body),
+        // The server waits out the delay before planning; a nested one is planned as is.
+        MockReply::Delayed(_, inner) => plan(*inner, facts),
         MockReply::StreamCut(text) => Action::Cut {
             text,
             model: facts.model.clone(),

@@ -19,20 +19,35 @@ use tokio::sync::oneshot;
 /// The body of the HTTP 500 sent once the script is used up.
 pub const EXHAUSTED_BODY: &str = "mock script exhausted";
 
-#[derive(Debug)]
+/// Computes a reply from the request, for scripts that depend on who asks and what the
+/// conversation holds (many agents sharing one mock).
+pub type Responder = Arc<dyn Fn(&RecordedRequest) -> MockReply + Send + Sync>;
+
 struct ScriptState {
     replies: VecDeque<MockReply>,
+    responder: Option<Responder>,
     requests: Vec<RecordedRequest>,
     next_call_id: u64,
+}
+
+impl std::fmt::Debug for ScriptState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptState")
+            .field("replies", &self.replies.len())
+            .field("responder", &self.responder.is_some())
+            .field("requests", &self.requests.len())
+            .finish()
+    }
 }
 
 #[derive(Clone, Debug)]
 struct Shared(Arc<Mutex<ScriptState>>);
 
 impl Shared {
-    fn new(script: Vec<MockReply>) -> Self {
+    fn new(script: Vec<MockReply>, responder: Option<Responder>) -> Self {
         Shared(Arc::new(Mutex::new(ScriptState {
             replies: script.into(),
+            responder,
             requests: Vec::new(),
             next_call_id: 1,
         })))
@@ -60,6 +75,21 @@ impl MockLlm {
     /// # Panics
     /// When no loopback port can be bound.
     pub async fn start(script: Vec<MockReply>) -> MockLlm {
+        Self::start_with(script, None).await
+    }
+
+    /// Starts a server that answers every request with `responder(request)` (after any
+    /// `script` replies are used up).
+    pub async fn start_responder(responder: Responder) -> MockLlm {
+        Self::start_with(Vec::new(), Some(responder)).await
+    }
+
+    /// [`MockLlm::start_responder`] on its own thread, like [`MockLlm::start_blocking`].
+    pub fn start_responder_blocking(responder: Responder) -> MockLlm {
+        Self::start_blocking_with(Vec::new(), Some(responder))
+    }
+
+    async fn start_with(script: Vec<MockReply>, responder: Option<Responder>) -> MockLlm {
         let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
             Ok(l) => l,
             Err(e) => panic!("mock LLM: cannot bind 127.0.0.1:0: {e}"),
@@ -68,7 +98,7 @@ impl MockLlm {
             Ok(a) => a,
             Err(e) => panic!("mock LLM: no local address: {e}"),
         };
-        let state = Shared::new(script);
+        let state = Shared::new(script, responder);
         let (tx, rx) = oneshot::channel();
         tokio::spawn(serve(listener, state.clone(), rx));
         MockLlm {
@@ -84,6 +114,10 @@ impl MockLlm {
     /// # Panics
     /// When no loopback port can be bound or the server thread cannot start.
     pub fn start_blocking(script: Vec<MockReply>) -> MockLlm {
+        Self::start_blocking_with(script, None)
+    }
+
+    fn start_blocking_with(script: Vec<MockReply>, responder: Option<Responder>) -> MockLlm {
         let listener = match std::net::TcpListener::bind("127.0.0.1:0") {
             Ok(l) => l,
             Err(e) => panic!("mock LLM: cannot bind 127.0.0.1:0: {e}"),
@@ -95,7 +129,7 @@ impl MockLlm {
         if let Err(e) = listener.set_nonblocking(true) {
             panic!("mock LLM: cannot make the listener non-blocking: {e}");
         }
-        let state = Shared::new(script);
+        let state = Shared::new(script, responder);
         let (tx, rx) = oneshot::channel();
         let thread_state = state.clone();
         let spawned = std::thread::Builder::new()
@@ -219,15 +253,27 @@ async fn handle(State(state): State<Shared>, request: Request) -> Response {
         .pointer("/stream_options/include_usage")
         .and_then(Value::as_bool)
         == Some(true);
-    let (reply, first_id) = {
+    let reply = {
         let mut st = state.lock();
-        st.requests.push(recorded);
-        let Some(reply) = st.replies.pop_front() else {
-            return exhausted();
+        let reply = match st.replies.pop_front() {
+            Some(reply) => Some(reply),
+            None => st.responder.clone().map(|f| f(&recorded)),
         };
+        st.requests.push(recorded);
+        reply
+    };
+    let Some(mut reply) = reply else {
+        return exhausted();
+    };
+    while let MockReply::Delayed(delay, inner) = reply {
+        tokio::time::sleep(delay).await;
+        reply = *inner;
+    }
+    let first_id = {
+        let mut st = state.lock();
         let first_id = st.next_call_id;
         st.next_call_id += reply.call_count() as u64;
-        (reply, first_id)
+        first_id
     };
     let facts = RequestFacts {
         model,

@@ -36,6 +36,11 @@ impl ToolRegistry {
         self.secrets.redact(output)
     }
 
+    /// Keeps only the tools whose name `keep` accepts (an agent's capabilities).
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.tools.retain(|name, _| keep(name));
+    }
+
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.tools.get(name).cloned()
     }

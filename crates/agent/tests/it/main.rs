@@ -24,6 +24,9 @@ pub(crate) fn options(workspace: &Path) -> SessionOptions {
         max_wall: Duration::from_secs(600),
         inline_output_chars: 2000,
         system_prompt: None,
+        persona: None,
+        token_budget: None,
+        loop_limit: 0,
     }
 }
 

@@ -111,7 +111,10 @@ pub async fn drive_turn(
 pub fn outcome_code(outcome: &TurnOutcome) -> u8 {
     match outcome {
         TurnOutcome::Completed { .. } => exit::OK,
-        TurnOutcome::MaxRounds { .. } | TurnOutcome::TimedOut { .. } => exit::BUDGET,
+        TurnOutcome::MaxRounds { .. }
+        | TurnOutcome::TimedOut { .. }
+        | TurnOutcome::BudgetExceeded { .. }
+        | TurnOutcome::LoopDetected { .. } => exit::BUDGET,
         TurnOutcome::Interrupted => exit::INTERRUPTED,
         TurnOutcome::Failed { .. } => exit::MODEL,
     }

@@ -1,4 +1,5 @@
 //! reef-runtime integration tests: one binary, one module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
+mod daemon;
 mod templates;

@@ -1,0 +1,104 @@
+//! `[daemon]` and `[approvals]`: where `reef serve` listens, how many turns run at once, how
+//! much event history is kept, how long operator questions wait, and which shell commands
+//! need the operator's approval.
+
+use crate::error::ConfigError;
+use serde::Deserialize;
+use std::net::SocketAddr;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DaemonToml {
+    pub listen: Option<String>,
+    pub max_concurrent_turns: Option<usize>,
+    pub event_history: Option<u64>,
+    pub question_ttl_secs: Option<u64>,
+    pub request_timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApprovalsToml {
+    pub dangerous: Option<Vec<String>>,
+    pub allow: Option<Vec<String>>,
+}
+
+/// How the daemon runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DaemonConfig {
+    /// The HTTP API's address (loopback by default).
+    pub listen: SocketAddr,
+    /// Turns running at the same time across all agents.
+    pub max_concurrent_turns: usize,
+    /// Events kept in the history; older ones are pruned.
+    pub event_history: u64,
+    /// Default time-to-live of an operator question or approval.
+    pub question_ttl_secs: u64,
+    /// Default time an agent waits for a reply to a request.
+    pub request_timeout_secs: u64,
+}
+
+/// Which shell commands wait for the operator.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ApprovalsConfig {
+    /// Dangerous patterns; `None` uses reef's built-in list.
+    pub dangerous: Option<Vec<String>>,
+    /// Allow rules such as `shell(git *)`.
+    pub allow: Vec<String>,
+}
+
+pub(crate) fn resolve(
+    raw: DaemonToml,
+    origin_of: &dyn Fn(&str) -> String,
+) -> Result<DaemonConfig, ConfigError> {
+    let invalid = |key: &str, message: String| ConfigError::Invalid {
+        origin: origin_of(key),
+        key: key.into(),
+        message,
+    };
+    let listen_text = raw.listen.unwrap_or_else(|| "127.0.0.1:7447".into());
+    let listen = listen_text.parse::<SocketAddr>().map_err(|e| {
+        invalid(
+            "daemon.listen",
+            format!("{listen_text:?} is not an address like 127.0.0.1:7447 ({e})"),
+        )
+    })?;
+    let max_concurrent_turns = raw.max_concurrent_turns.unwrap_or(4);
+    if max_concurrent_turns == 0 {
+        return Err(invalid(
+            "daemon.max_concurrent_turns",
+            "must be at least 1".into(),
+        ));
+    }
+    let event_history = raw.event_history.unwrap_or(100_000);
+    if event_history < 100 {
+        return Err(invalid(
+            "daemon.event_history",
+            "must be at least 100".into(),
+        ));
+    }
+    let question_ttl_secs = raw.question_ttl_secs.unwrap_or(86_400);
+    let request_timeout_secs = raw.request_timeout_secs.unwrap_or(600);
+    for (key, value) in [
+        ("daemon.question_ttl_secs", question_ttl_secs),
+        ("daemon.request_timeout_secs", request_timeout_secs),
+    ] {
+        if value == 0 {
+            return Err(invalid(key, "must be at least 1".into()));
+        }
+    }
+    Ok(DaemonConfig {
+        listen,
+        max_concurrent_turns,
+        event_history,
+        question_ttl_secs,
+        request_timeout_secs,
+    })
+}
+
+pub(crate) fn resolve_approvals(raw: ApprovalsToml) -> ApprovalsConfig {
+    ApprovalsConfig {
+        dangerous: raw.dangerous,
+        allow: raw.allow.unwrap_or_default(),
+    }
+}

@@ -1,0 +1,84 @@
+//! The event bus: every event is first committed to the store's history (in the same
+//! transaction as the change it describes), then published to live subscribers in `seq`
+//! order by one pump task that tails the history. A subscriber that falls behind misses
+//! live events but can always re-read them from the history by position.
+
+use reef_core::AgentId;
+use reef_store::{Store, StoredEvent};
+use std::sync::Arc;
+use tokio::sync::{Notify, broadcast};
+
+/// Live events buffered per subscriber before it starts missing them.
+const LIVE_BUFFER: usize = 4096;
+
+/// Which events a subscriber wants.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    /// Only this agent's events.
+    pub agent: Option<AgentId>,
+    /// Only kinds starting with one of these (`agent.`, `question.`); empty = all.
+    pub kinds: Vec<String>,
+}
+
+impl EventFilter {
+    pub fn matches(&self, event: &StoredEvent) -> bool {
+        self.agent
+            .as_ref()
+            .is_none_or(|a| event.agent_id.as_ref() == Some(a))
+            && (self.kinds.is_empty() || self.kinds.iter().any(|k| event.kind.starts_with(k)))
+    }
+}
+
+/// Publishes the store's new events to subscribers.
+#[derive(Clone)]
+pub struct Bus {
+    tx: broadcast::Sender<StoredEvent>,
+    poke: Arc<Notify>,
+}
+
+impl Bus {
+    /// A bus over `store`, publishing events after `after` (the history's current end).
+    pub(crate) fn start(store: Store, after: u64) -> (Bus, tokio::task::JoinHandle<()>) {
+        let (tx, _) = broadcast::channel(LIVE_BUFFER);
+        let poke = Arc::new(Notify::new());
+        let bus = Bus {
+            tx: tx.clone(),
+            poke: poke.clone(),
+        };
+        let task = tokio::spawn(pump(store, tx, poke, after));
+        (bus, task)
+    }
+
+    /// Tells the pump new events were committed.
+    pub(crate) fn poke(&self) {
+        self.poke.notify_one();
+    }
+
+    /// Live events from now on (filter them with [`EventFilter::matches`]).
+    pub fn subscribe(&self) -> broadcast::Receiver<StoredEvent> {
+        self.tx.subscribe()
+    }
+}
+
+async fn pump(store: Store, tx: broadcast::Sender<StoredEvent>, poke: Arc<Notify>, mut after: u64) {
+    loop {
+        poke.notified().await;
+        loop {
+            let batch = match store.events_after(after, None, 512).await {
+                Ok(batch) => batch,
+                Err(err) => {
+                    tracing::warn!(error = %err, "the event bus cannot read the history");
+                    break;
+                }
+            };
+            let Some(last) = batch.last() else {
+                break;
+            };
+            after = last.seq;
+            for event in batch {
+                // No subscriber is not an error: the history keeps the event.
+                let _ = tx.send(event);
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The approval gate around `shell`: a command line that matches a dangerous pattern (and no
+//! allow rule) does not run; it becomes an approval for the operator, and the agent is told
+//! so at once. When the operator approves, the runtime runs it and delivers the output.
+
+use crate::tools::AgentCtx;
+use async_trait::async_trait;
+use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_security::{CommandDecision, CommandRules};
+use serde_json::Value;
+use std::sync::Arc;
+
+pub(crate) struct ApprovalGate {
+    pub inner: Arc<dyn Tool>,
+    pub rules: CommandRules,
+    pub ctx: Arc<AgentCtx>,
+}
+
+#[async_trait]
+impl Tool for ApprovalGate {
+    fn spec(&self) -> ToolSpec {
+        let mut spec = self.inner.spec();
+        spec.description.push_str(
+            " Destructive commands (rm -rf, git reset --hard, mkfs, …) wait for the operator's \
+             approval instead of running; their result then arrives in your inbox.",
+        );
+        spec
+    }
+
+    async fn call(&self, ctx: &ToolContext, args: Value) -> Result<String, ToolError> {
+        let line = args
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let CommandDecision::NeedsApproval { pattern, command } = self.rules.decide(&line) else {
+            return self.inner.call(ctx, args).await;
+        };
+        let (runtime, me) = self.ctx.me().await?;
+        let key = self.ctx.next_key(ctx);
+        let item = runtime
+            .request_approval(&me, &self.inner.spec().name, &args, &line, &pattern, &key)
+            .await
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        Ok(format!(
+            "NOT RUN: `{command}` matches the dangerous pattern `{pattern}`, so the whole \
+             command waits for the operator's approval (id {}). If approved it runs and its \
+             output arrives in your inbox; if denied or expired you are told. Do not retry it.",
+            item.id
+        ))
+    }
+}

@@ -1,0 +1,246 @@
+//! The `Runtime`: the daemon's kernel. It owns the store, the bus, the turn limit and one
+//! worker task per agent that has work; everything the HTTP API and the agents' own tools
+//! do goes through its methods.
+
+use crate::bus::Bus;
+use crate::error::RuntimeError;
+use crate::templates::Templates;
+use crate::worker::{self, WorkerHandle};
+use reef_agent::{HelperCommand, SandboxPolicy};
+use reef_config::Config;
+use reef_core::{AgentId, ModelClient};
+use reef_security::CommandRules;
+use reef_store::{AgentRecord, Store};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinHandle;
+
+/// What the daemon is started with.
+pub struct RuntimeOptions {
+    pub config: Config,
+    pub templates: Templates,
+    /// The process that applies the kernel sandbox (`reef sandbox-exec`).
+    pub helper: Option<HelperCommand>,
+    /// Serve every agent with this model instead of the configured providers (benchmarks).
+    pub model_override: Option<Arc<dyn ModelClient>>,
+}
+
+/// A handle to the running daemon kernel; cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub config: Config,
+    pub templates: Templates,
+    pub store: Store,
+    pub bus: Bus,
+    pub turns: Arc<Semaphore>,
+    pub rules: CommandRules,
+    pub policy: SandboxPolicy,
+    pub sandbox_warning: Option<String>,
+    pub model_override: Option<Arc<dyn ModelClient>>,
+    pub models: Mutex<HashMap<String, Arc<dyn ModelClient>>>,
+    pub workers: Mutex<HashMap<AgentId, WorkerHandle>>,
+    pub shutdown: watch::Sender<bool>,
+    pub in_flight: crate::questions::InFlight,
+    pub background: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// What a start found and repaired.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Inbox messages a previous process had claimed and not finished; they run again.
+    pub released: u64,
+    /// Agents woken because their inbox had work.
+    pub woken: usize,
+}
+
+impl Runtime {
+    /// Opens the store, puts messages a killed process had claimed back in their inboxes,
+    /// checks the sandbox once, starts the bus and the expiry task, and wakes every running
+    /// agent with work.
+    pub async fn start(opts: RuntimeOptions) -> Result<(Runtime, Recovery), RuntimeError> {
+        let store = Store::open(&opts.config.store_path)?;
+        let released = store.release_claimed().await?;
+        let after = store.last_event_seq().await?;
+        let (policy, sandbox_warning) = reef_agent::sandbox_policy(&opts.config, opts.helper)
+            .await
+            .map_err(|e| RuntimeError::Setup(e.to_string()))?;
+        let rules = match &opts.config.approvals.dangerous {
+            Some(dangerous) => CommandRules::new(dangerous, &opts.config.approvals.allow),
+            None => CommandRules::new(
+                reef_security::DEFAULT_DANGEROUS,
+                &opts
+                    .config
+                    .approvals
+                    .allow
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>(),
+            ),
+        }
+        .map_err(|message| RuntimeError::invalid("approvals", message))?;
+        let (bus, pump) = Bus::start(store.clone(), after);
+        let (shutdown, _) = watch::channel(false);
+        let runtime = Runtime {
+            inner: Arc::new(Inner {
+                turns: Arc::new(Semaphore::new(opts.config.daemon.max_concurrent_turns)),
+                config: opts.config,
+                templates: opts.templates,
+                store,
+                bus,
+                rules,
+                policy,
+                sandbox_warning,
+                model_override: opts.model_override,
+                models: Mutex::new(HashMap::new()),
+                workers: Mutex::new(HashMap::new()),
+                shutdown,
+                in_flight: crate::questions::InFlight::default(),
+                background: Mutex::new(vec![pump]),
+            }),
+        };
+        let expiry = tokio::spawn(crate::expiry::run(Arc::downgrade(&runtime.inner)));
+        lock(&runtime.inner.background).push(expiry);
+        if released > 0 {
+            runtime
+                .inner
+                .store
+                .append_event(
+                    "daemon.recovered",
+                    None,
+                    serde_json::json!({"released": released}),
+                )
+                .await?;
+        }
+        let mut woken = 0;
+        for agent in runtime.inner.store.list_agents().await? {
+            if agent.state == reef_core::AgentState::Running
+                && !runtime
+                    .inner
+                    .store
+                    .inbox(&agent.id, reef_store::InboxStatus::Pending)
+                    .await?
+                    .is_empty()
+            {
+                runtime.wake(&agent.id);
+                woken += 1;
+            }
+        }
+        runtime.inner.bus.poke();
+        Ok((runtime, Recovery { released, woken }))
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    pub fn bus(&self) -> &Bus {
+        &self.inner.bus
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    pub fn templates(&self) -> &Templates {
+        &self.inner.templates
+    }
+
+    /// The warning shown when tools run without the kernel sandbox, if they do.
+    pub fn sandbox_warning(&self) -> Option<&str> {
+        self.inner.sandbox_warning.as_deref()
+    }
+
+    /// Where an agent's directories live: `$REEF_HOME/agents/<name>`.
+    pub fn agent_dir(&self, name: &str) -> PathBuf {
+        self.inner.config.home.join("agents").join(name)
+    }
+
+    /// Stops every worker: running turns are interrupted and their messages go back to the
+    /// inbox (they run again at the next start; the transcript keeps what was done), then
+    /// the background tasks end.
+    pub async fn shutdown(&self) {
+        self.inner.shutdown.send_replace(true);
+        let workers: Vec<WorkerHandle> =
+            lock(&self.inner.workers).drain().map(|(_, w)| w).collect();
+        for worker in workers {
+            worker.stop();
+            let _ = worker.task.await;
+        }
+        let _ = self
+            .inner
+            .store
+            .append_event("daemon.stopped", None, serde_json::json!({}))
+            .await;
+        self.inner.bus.poke();
+        // Let the pump publish the last events before it is stopped.
+        tokio::task::yield_now().await;
+        for task in lock(&self.inner.background).drain(..) {
+            task.abort();
+        }
+    }
+
+    /// Wakes the agent's worker, starting it if it has none.
+    pub(crate) fn wake(&self, agent: &AgentId) {
+        if *self.inner.shutdown.borrow() {
+            return;
+        }
+        let mut workers = lock(&self.inner.workers);
+        if let Some(worker) = workers.get(agent)
+            && !worker.task.is_finished()
+        {
+            worker.wake.notify_one();
+            return;
+        }
+        let handle = worker::start(Arc::downgrade(&self.inner), agent.clone());
+        handle.wake.notify_one();
+        workers.insert(agent.clone(), handle);
+    }
+
+    /// Stops the agent's worker (a running turn is interrupted) and waits for it.
+    pub(crate) async fn stop_worker(&self, agent: &AgentId) {
+        let worker = lock(&self.inner.workers).remove(agent);
+        if let Some(worker) = worker {
+            worker.stop();
+            let _ = worker.task.await;
+        }
+    }
+
+    /// Tells the worker to pick up changed settings (model, persona) before its next turn.
+    pub(crate) fn refresh(&self, agent: &AgentId) {
+        if let Some(worker) = lock(&self.inner.workers).get(agent) {
+            worker.refresh();
+        }
+    }
+
+    pub(crate) async fn agent(&self, name_or_id: &str) -> Result<AgentRecord, RuntimeError> {
+        let store = &self.inner.store;
+        let found = match store.agent_by_name(name_or_id).await? {
+            Some(agent) => Some(agent),
+            None if name_or_id.starts_with("agt_") => {
+                store.get_agent(&AgentId::from(name_or_id)).await?
+            }
+            None => None,
+        };
+        found.ok_or_else(|| {
+            RuntimeError::NotFound(format!(
+                "no agent named `{name_or_id}`; `reef agent list` shows them"
+            ))
+        })
+    }
+
+    pub(crate) fn from_weak(weak: &Weak<Inner>) -> Result<Runtime, RuntimeError> {
+        weak.upgrade()
+            .map(|inner| Runtime { inner })
+            .ok_or(RuntimeError::ShuttingDown)
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

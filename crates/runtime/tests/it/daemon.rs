@@ -1,0 +1,446 @@
+//! The supervisor end to end in one process: agents woken by their inbox, requests answered,
+//! questions and approvals, budgets, loop detection and the turn limit, against the mock model.
+
+use reef_config::{Config, LoadOptions};
+use reef_core::AgentState;
+use reef_runtime::{Runtime, RuntimeOptions, Sender, SpawnRequest, Templates};
+use reef_store::{InboxStatus, PendingKind, PendingStatus, StoredEvent};
+use reef_test_support::{MockLlm, MockReply, RecordedRequest, Responder, TestHome};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct Daemon {
+    pub runtime: Runtime,
+    pub mock: MockLlm,
+    pub home: TestHome,
+}
+
+/// A daemon on a fresh home whose model is `responder`; `extra` is appended to reef.toml.
+pub async fn daemon(responder: Responder, extra: &str) -> Daemon {
+    let mock = MockLlm::start_responder(responder).await;
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "[providers.mock]\nbase_url = \"{}\"\nmodel = \"m\"\nstream = false\nmax_retries = 0\n\n\
+         [sandbox]\nbackend = \"none\"\n\n{extra}",
+        mock.base_url()
+    ));
+    let config = Config::load(&LoadOptions {
+        home: home.reef_home(),
+        project_dir: None,
+        env: Default::default(),
+        overrides: Vec::new(),
+    })
+    .unwrap();
+    let (runtime, _) = Runtime::start(RuntimeOptions {
+        config,
+        templates: Templates::builtin().unwrap(),
+        helper: None,
+        model_override: None,
+    })
+    .await
+    .unwrap();
+    Daemon {
+        runtime,
+        mock,
+        home,
+    }
+}
+
+/// Which agent a request is for: the name in its system prompt.
+pub fn agent_of(req: &RecordedRequest) -> String {
+    let system = req.system_text();
+    let start = system.find("You are `").map(|i| i + 9).unwrap_or(0);
+    system[start..].split('`').next().unwrap_or("").to_owned()
+}
+
+/// Waits (without a deadline of its own; the test harness bounds it) until `pred` holds on
+/// the event history.
+pub async fn wait_for(rt: &Runtime, what: &str, pred: impl Fn(&[StoredEvent]) -> bool) {
+    for _ in 0..3000 {
+        let events = rt.store().events_after(0, None, 100_000).await.unwrap();
+        if pred(&events) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let events = rt.store().events_after(0, None, 100_000).await.unwrap();
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|e| format!("{} {}", e.kind, e.data))
+        .collect();
+    panic!("gave up waiting for {what}; history:\n{}", kinds.join("\n"));
+}
+
+pub fn count(events: &[StoredEvent], kind: &str) -> usize {
+    events.iter().filter(|e| e.kind == kind).count()
+}
+
+fn spawn(name: &str, template: &str) -> SpawnRequest {
+    SpawnRequest {
+        name: name.into(),
+        template: template.into(),
+        ..SpawnRequest::default()
+    }
+}
+
+#[tokio::test]
+async fn a_message_wakes_the_agent_and_a_request_is_answered_with_its_final_text() {
+    let d = daemon(
+        Arc::new(|req: &RecordedRequest| {
+            MockReply::text(format!(
+                "echo: {}",
+                req.last_user_text().unwrap_or_default()
+            ))
+        }),
+        "",
+    )
+    .await;
+    let rt = &d.runtime;
+    let w = rt
+        .spawn_agent(spawn("w1", "worker"), None)
+        .await
+        .unwrap()
+        .agent;
+    assert_eq!(w.state, AgentState::Running);
+    let sent = rt
+        .send_message("w1", Sender::Operator, "count to three", "op-1", Some(60))
+        .await
+        .unwrap();
+    let request = sent.request_id.unwrap();
+    wait_for(rt, "the request to be answered", |e| {
+        count(e, "request.answered") == 1
+    })
+    .await;
+
+    let item = rt.get_pending(&request).await.unwrap();
+    assert_eq!(item.status, PendingStatus::Answered);
+    let answer = item.answer.unwrap();
+    assert!(answer.contains("echo: [message #"), "{answer}");
+    assert!(answer.contains("from operator, reply expected"), "{answer}");
+    assert!(answer.contains("count to three"), "{answer}");
+    // What the model was sent: the agent's persona and the inbox message.
+    let sent_to_model = &d.mock.requests()[0];
+    assert_eq!(agent_of(sent_to_model), "w1");
+    assert!(
+        sent_to_model
+            .system_text()
+            .contains("You are a worker agent in reef")
+    );
+    assert!(
+        sent_to_model
+            .tool_names()
+            .contains(&"message_agent".to_owned())
+    );
+    assert!(
+        !sent_to_model
+            .tool_names()
+            .contains(&"spawn_agent".to_owned())
+    );
+    assert!(
+        rt.store()
+            .inbox(&w.id, InboxStatus::Pending)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The same key again delivers nothing new.
+    let again = rt
+        .send_message("w1", Sender::Operator, "count to three", "op-1", Some(60))
+        .await
+        .unwrap();
+    assert!(again.duplicate);
+    assert_eq!(again.request_id.as_deref(), Some(request.as_str()));
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_question_returns_at_once_and_the_answer_wakes_the_asker() {
+    let d = daemon(
+        Arc::new(|req: &RecordedRequest| {
+            let input = req.last_user_text().unwrap_or_default();
+            if req.ends_with_tool_result() {
+                MockReply::text("waiting for the operator")
+            } else if input.contains("Answer to your question") {
+                MockReply::text(format!("using {}", input.lines().last().unwrap_or("")))
+            } else {
+                MockReply::tool_call(
+                    "ask_operator",
+                    json!({"question": "Which port?", "options": ["8080", "9090"]}),
+                )
+            }
+        }),
+        "",
+    )
+    .await;
+    let rt = &d.runtime;
+    let w = rt
+        .spawn_agent(spawn("w1", "worker"), None)
+        .await
+        .unwrap()
+        .agent;
+    rt.send_message("w1", Sender::Operator, "set up the server", "k1", None)
+        .await
+        .unwrap();
+    wait_for(rt, "the question", |e| count(e, "question.created") == 1).await;
+    wait_for(rt, "the first turn to end", |e| count(e, "turn.ended") == 1).await;
+    let questions = rt.list_pending(false).await.unwrap();
+    assert_eq!(questions.len(), 1);
+    assert_eq!(questions[0].kind, PendingKind::Question);
+    let id = questions[0].id.clone();
+
+    let wrong = rt.answer(&id, "7070").await.unwrap_err();
+    assert!(
+        wrong
+            .to_string()
+            .contains("not one of the options: 8080, 9090"),
+        "{wrong}"
+    );
+    rt.answer(&id, "2").await.unwrap();
+    wait_for(rt, "the second turn", |e| count(e, "turn.ended") == 2).await;
+    let last = d.mock.requests().last().unwrap().last_user_text().unwrap();
+    assert!(
+        last.contains("Answer to your question") && last.contains("9090"),
+        "{last}"
+    );
+    let ended = rt.store().events_after(0, Some(&w.id), 1000).await.unwrap();
+    let final_text = ended
+        .iter()
+        .rev()
+        .find(|e| e.kind == "agent.message")
+        .unwrap();
+    assert_eq!(final_text.data["text"], "using 9090");
+    assert!(rt.answer(&id, "8080").await.is_err(), "answered twice");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_dangerous_command_waits_for_approval_and_runs_only_when_approved() {
+    let d = daemon(
+        Arc::new(|req: &RecordedRequest| {
+            let input = req.last_user_text().unwrap_or_default();
+            if req.ends_with_tool_result() || input.contains("approval") {
+                MockReply::text("ok")
+            } else if input.contains("clean") {
+                MockReply::tool_call("shell", json!({"command": "touch a && rm -rf build"}))
+            } else {
+                MockReply::tool_call("shell", json!({"command": "git status; rm -rf /tmp/x"}))
+            }
+        }),
+        "[approvals]\nallow = [\"shell(git *)\"]\n",
+    )
+    .await;
+    let rt = &d.runtime;
+    let w = rt
+        .spawn_agent(spawn("w1", "worker"), None)
+        .await
+        .unwrap()
+        .agent;
+    let ws = std::path::PathBuf::from(&w.workspace);
+    std::fs::create_dir_all(ws.join("build")).unwrap();
+    rt.send_message("w1", Sender::Operator, "clean the build", "k1", None)
+        .await
+        .unwrap();
+    wait_for(rt, "the approval", |e| count(e, "approval.created") == 1).await;
+    wait_for(rt, "the turn to end", |e| count(e, "turn.ended") == 1).await;
+    assert!(ws.join("build").exists(), "ran before approval");
+    assert!(
+        !ws.join("a").exists(),
+        "part of the line ran before approval"
+    );
+    let tool_result = &d.mock.requests()[1].tool_results()[0];
+    assert!(tool_result.starts_with("NOT RUN"), "{tool_result}");
+
+    let approval = rt.list_pending(false).await.unwrap().remove(0);
+    assert_eq!(approval.payload["command"], "touch a && rm -rf build");
+    let done = rt.approve(&approval.id).await.unwrap();
+    assert!(done.answer.unwrap().starts_with("approved"));
+    assert!(!ws.join("build").exists() && ws.join("a").exists());
+    wait_for(rt, "the agent to hear of it", |e| {
+        count(e, "turn.ended") == 2
+    })
+    .await;
+    assert!(rt.deny(&approval.id, None).await.is_err(), "decided twice");
+
+    // An allow rule does not launder a dangerous command on the same line.
+    rt.send_message("w1", Sender::Operator, "status", "k2", None)
+        .await
+        .unwrap();
+    wait_for(rt, "the second approval", |e| {
+        count(e, "approval.created") == 2
+    })
+    .await;
+    let second = rt.list_pending(false).await.unwrap().remove(0);
+    assert_eq!(second.payload["pattern"], "rm -rf");
+    rt.deny(&second.id, Some("not now")).await.unwrap();
+    wait_for(rt, "the denial to reach the agent", |e| {
+        count(e, "turn.ended") == 4
+    })
+    .await;
+    let told = d.mock.requests().last().unwrap().last_user_text().unwrap();
+    assert!(told.contains("denied: not now"), "{told}");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_child_is_clamped_to_its_parent_and_a_spent_budget_stops_it_and_tells_the_parent() {
+    let d = daemon(
+        Arc::new(|req: &RecordedRequest| {
+            if agent_of(req) == "boss" {
+                return MockReply::text("noted");
+            }
+            // The worker never stops calling tools: its round budget ends it.
+            MockReply::tool_call(
+                "list_dir",
+                json!({"path": format!("{}", req.message_count())}),
+            )
+        }),
+        "",
+    )
+    .await;
+    let rt = &d.runtime;
+    let boss = rt
+        .spawn_agent(spawn("boss", "manager"), None)
+        .await
+        .unwrap()
+        .agent;
+    let worker = rt
+        .spawn_agent(spawn("nope", "worker"), Some(&boss))
+        .await
+        .unwrap();
+    assert!(worker.clamped.is_empty(), "{:?}", worker.clamped);
+    // A worker may not spawn.
+    let denied = rt
+        .spawn_agent(spawn("grandchild", "worker"), Some(&worker.agent))
+        .await
+        .unwrap_err();
+    assert!(denied.to_string().contains("may not spawn"), "{denied}");
+
+    let mut small = boss.clone();
+    small.budget.rounds = Some(3);
+    small.capabilities.tools = vec!["list_dir".into(), "message_agent".into()];
+    let child = rt
+        .spawn_agent(spawn("w2", "worker"), Some(&small))
+        .await
+        .unwrap();
+    assert_eq!(child.agent.budget.rounds, Some(3));
+    assert_eq!(
+        child.agent.capabilities.tools,
+        ["list_dir", "message_agent"]
+    );
+    assert!(!child.clamped.is_empty());
+
+    rt.send_message("w2", Sender::Operator, "list forever", "k", None)
+        .await
+        .unwrap();
+    wait_for(rt, "the budget to stop w2", |e| {
+        count(e, "budget.exceeded") == 1
+    })
+    .await;
+    assert_eq!(rt.get_agent("w2").await.unwrap().state, AgentState::Failed);
+    let w2_requests: Vec<_> = d
+        .mock
+        .requests()
+        .into_iter()
+        .filter(|r| agent_of(r) == "w2")
+        .collect();
+    assert_eq!(
+        w2_requests.len(),
+        3,
+        "three rounds, then the budget stopped it"
+    );
+    assert_eq!(w2_requests[0].tool_names(), ["list_dir", "message_agent"]);
+    wait_for(rt, "the parent to be told", |e| {
+        e.iter()
+            .any(|e| e.kind == "turn.ended" && e.agent_id.as_ref() == Some(&boss.id))
+    })
+    .await;
+    let told = d
+        .mock
+        .requests()
+        .into_iter()
+        .filter(|r| agent_of(r) == "boss")
+        .last()
+        .unwrap()
+        .last_user_text()
+        .unwrap();
+    assert!(
+        told.contains("Agent w2 was stopped: budget exceeded"),
+        "{told}"
+    );
+    // A failed agent takes no more messages.
+    let err = rt
+        .send_message("w2", Sender::Operator, "again", "k2", None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("is failed"), "{err}");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_same_call_repeated_stops_the_turn_and_the_turn_limit_holds() {
+    let d = daemon(
+        Arc::new(|req: &RecordedRequest| {
+            let input = req.last_user_text().unwrap_or_default();
+            if input.contains("loop") {
+                MockReply::tool_call("list_dir", json!({"path": "."}))
+            } else {
+                MockReply::Delayed(Duration::from_millis(20), Box::new(MockReply::text("done")))
+            }
+        }),
+        "[daemon]\nmax_concurrent_turns = 2\n",
+    )
+    .await;
+    let rt = &d.runtime;
+    let looper = rt
+        .spawn_agent(spawn("looper", "worker"), None)
+        .await
+        .unwrap()
+        .agent;
+    rt.send_message("looper", Sender::Operator, "loop", "k", None)
+        .await
+        .unwrap();
+    wait_for(rt, "loop detection", |e| {
+        count(e, "agent.loop_detected") == 1
+    })
+    .await;
+    let looped: Vec<_> = d
+        .mock
+        .requests()
+        .into_iter()
+        .filter(|r| agent_of(r) == "looper")
+        .collect();
+    assert_eq!(looped.len(), 3, "stopped at the third identical call");
+    assert_eq!(
+        rt.get_agent("looper").await.unwrap().state,
+        AgentState::Running
+    );
+
+    for i in 0..6 {
+        let name = format!("p{i}");
+        rt.spawn_agent(spawn(&name, "quick"), None).await.unwrap();
+        rt.send_message(&name, Sender::Operator, "hi", "k", None)
+            .await
+            .unwrap();
+    }
+    wait_for(rt, "six turns", |e| count(e, "turn.ended") == 7).await;
+    let events = rt.store().events_after(0, None, 100_000).await.unwrap();
+    let (mut running, mut most) = (0i32, 0i32);
+    for e in events
+        .iter()
+        .filter(|e| e.agent_id.as_ref() != Some(&looper.id))
+    {
+        match e.kind.as_str() {
+            "turn.started" => running += 1,
+            "turn.ended" => running -= 1,
+            _ => {}
+        }
+        most = most.max(running);
+    }
+    assert!(
+        (1..=2).contains(&most),
+        "{most} turns ran at once with a limit of 2"
+    );
+    rt.shutdown().await;
+}
