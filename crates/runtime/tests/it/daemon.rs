@@ -13,7 +13,8 @@ use std::time::Duration;
 pub struct Daemon {
     pub runtime: Runtime,
     pub mock: MockLlm,
-    pub home: TestHome,
+    /// Kept so the home outlives the daemon.
+    pub _home: TestHome,
 }
 
 /// A daemon on a fresh home whose model is `responder`; `extra` is appended to reef.toml.
@@ -43,7 +44,7 @@ pub async fn daemon(responder: Responder, extra: &str) -> Daemon {
     Daemon {
         runtime,
         mock,
-        home,
+        _home: home,
     }
 }
 
@@ -360,8 +361,7 @@ async fn a_child_is_clamped_to_its_parent_and_a_spent_budget_stops_it_and_tells_
         .mock
         .requests()
         .into_iter()
-        .filter(|r| agent_of(r) == "boss")
-        .last()
+        .rfind(|r| agent_of(r) == "boss")
         .unwrap()
         .last_user_text()
         .unwrap();
