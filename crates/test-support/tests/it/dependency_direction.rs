@@ -44,6 +44,18 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                 ][..],
             ),
         ),
+        (
+            "reef-server",
+            Some(
+                &[
+                    "reef-core",
+                    "reef-config",
+                    "reef-runtime",
+                    "reef-store",
+                    "reef-security",
+                ][..],
+            ),
+        ),
         ("reef-test-support", Some(&["reef-core", "reef-config"][..])),
         ("reef-cli", None),
     ])

@@ -1,0 +1,45 @@
+//! reef-server: the daemon's HTTP API on axum — REST for agents, messages, rooms, questions
+//! and approvals, sessions and events, an SSE event stream, bearer-token auth on every route,
+//! and an OpenAPI document generated from the same route table as the router.
+
+mod auth;
+mod dto;
+mod error;
+mod extract;
+mod handlers;
+mod openapi;
+mod routes;
+mod sse;
+
+pub use auth::load_or_create_token;
+pub use error::ApiError;
+pub use openapi::document as openapi_document;
+
+use axum::Router;
+use reef_runtime::Runtime;
+use std::sync::Arc;
+
+/// What every handler gets.
+#[derive(Clone)]
+pub struct AppState {
+    pub runtime: Runtime,
+}
+
+/// The router with every route behind the bearer token `token`.
+pub fn router(runtime: Runtime, token: &str) -> Router {
+    let mut router: Router<AppState> = Router::new();
+    for route in routes::table() {
+        router = router.route(route.path, route.handler);
+    }
+    let token = auth::Token(Arc::from(token));
+    router
+        .route(
+            "/v1/openapi.json",
+            axum::routing::get(|| async { axum::Json(openapi::document()) }),
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            token,
+            auth::require_token,
+        ))
+        .with_state(AppState { runtime })
+}

@@ -1,0 +1,5 @@
+//! reef-server integration tests: one binary, one module per area.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+mod api;
+mod openapi;
