@@ -52,6 +52,23 @@ pub enum Command {
     },
     /// Check config, store, the model provider and this machine's isolation features.
     Doctor(JsonFlag),
+    /// Run the daemon: many long-lived agents, the HTTP API and the event stream.
+    Serve(crate::daemon_args::ServeArgs),
+    /// Manage the daemon's agents.
+    Agent {
+        #[command(subcommand)]
+        command: crate::daemon_args::AgentCommand,
+    },
+    /// Put a message in an agent's inbox (--wait prints its answer).
+    Send(crate::daemon_args::SendArgs),
+    /// Pending operator questions and approvals.
+    Questions(crate::daemon_args::QuestionsArgs),
+    /// Answer an operator question.
+    Answer(crate::daemon_args::AnswerArgs),
+    /// Approve a command waiting for approval: it runs now.
+    Approve(crate::daemon_args::DecideArgs),
+    /// Deny a command waiting for approval.
+    Deny(crate::daemon_args::DecideArgs),
 }
 
 #[derive(Debug, Subcommand)]

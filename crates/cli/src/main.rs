@@ -7,6 +7,7 @@
 
 mod args;
 mod cmd;
+mod daemon_args;
 mod exit;
 mod home;
 mod render;

@@ -151,6 +151,11 @@ impl Runtime {
         &self.inner.templates
     }
 
+    /// Changes to `true` when the daemon starts shutting down (long-lived streams end then).
+    pub fn stopping(&self) -> watch::Receiver<bool> {
+        self.inner.shutdown.subscribe()
+    }
+
     /// The warning shown when tools run without the kernel sandbox, if they do.
     pub fn sandbox_warning(&self) -> Option<&str> {
         self.inner.sandbox_warning.as_deref()

@@ -97,6 +97,7 @@ impl Runtime {
                         payload: json!({"from": from.name(), "to": target.name, "text": text}),
                         expires_at: Some(crate::expiry::now_unix().saturating_add(secs as i64)),
                         letter: Some(letter),
+                        followup_request: None,
                     })
                     .await?;
                 Sent {

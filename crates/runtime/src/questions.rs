@@ -28,6 +28,7 @@ impl Runtime {
         options: Vec<String>,
         ttl_secs: Option<u64>,
         key: &str,
+        followup_request: Option<String>,
     ) -> Result<PendingItem, RuntimeError> {
         crate::messaging::check_text("question", question)?;
         if options.iter().any(|o| o.trim().is_empty()) {
@@ -55,6 +56,7 @@ impl Runtime {
                 payload: json!({"question": question, "options": options, "agent": asker.name}),
                 expires_at: Some(now_unix().saturating_add(ttl as i64)),
                 letter: None,
+                followup_request,
             })
             .await?;
         self.inner.bus.poke();
@@ -89,6 +91,7 @@ impl Runtime {
                     now_unix().saturating_add(self.inner.config.daemon.question_ttl_secs as i64),
                 ),
                 letter: None,
+                followup_request: None,
             })
             .await?;
         self.inner.bus.poke();

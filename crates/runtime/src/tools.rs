@@ -46,11 +46,15 @@ pub(crate) struct AgentCtx {
     pub current: Mutex<Option<Current>>,
 }
 
-/// The inbox message being processed and how many keyed actions it has taken.
-#[derive(Clone, Copy, Debug)]
+/// The inbox message being processed, how many keyed actions it has taken, and the
+/// questions it asked.
+#[derive(Clone, Debug)]
 pub(crate) struct Current {
     pub inbox_id: u64,
+    /// The request the message carries, if any.
+    pub request_id: Option<String>,
     pub actions: u32,
+    pub questions: Vec<String>,
 }
 
 impl AgentCtx {
@@ -248,10 +252,17 @@ impl Tool for RuntimeTool {
             Kind::AskOperator => {
                 let a: AskArgs = parse(args)?;
                 let key = self.ctx.next_key(ctx);
+                // A reply owed for the message in hand waits for the operator's answer.
+                let owed = lock(&self.ctx.current)
+                    .as_ref()
+                    .and_then(|c| c.request_id.clone());
                 let item = runtime
-                    .ask_operator(&me, &a.question, a.options, a.ttl_secs, &key)
+                    .ask_operator(&me, &a.question, a.options, a.ttl_secs, &key, owed)
                     .await
                     .map_err(failed)?;
+                if let Some(current) = lock(&self.ctx.current).as_mut() {
+                    current.questions.push(item.id.clone());
+                }
                 Ok(format!(
                     "question {} is waiting for the operator; the answer will arrive in your \
                      inbox. Continue with other work or finish this turn.",

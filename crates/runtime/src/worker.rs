@@ -180,7 +180,9 @@ impl Worker {
         };
         *lock(&self.ctx.current) = Some(Current {
             inbox_id: message.id,
+            request_id: message.request_id.clone(),
             actions: 0,
+            questions: Vec::new(),
         });
         let _ = store
             .append_event(
@@ -202,7 +204,9 @@ impl Worker {
             }
         };
         let _ = forwarder.await;
-        *lock(&self.ctx.current) = None;
+        let asked = lock(&self.ctx.current)
+            .take()
+            .and_then(|c| c.questions.last().cloned());
         let Some(outcome) = outcome else {
             // Shutdown or stop: the message goes back to the inbox and runs again later.
             let _ = store.release_message(message.id).await;
@@ -216,7 +220,7 @@ impl Worker {
             rt.bus().poke();
             return Next::Stop;
         };
-        finish(rt, record, &message, outcome).await;
+        finish(rt, record, &message, outcome, asked).await;
         Next::Idle
     }
 
@@ -259,16 +263,39 @@ impl Worker {
 }
 
 /// Records how the turn ended and finishes the message; a request gets the final text as
-/// its reply in the same transaction. Budgets that ran out stop the agent and tell its parent.
-async fn finish(rt: &Runtime, record: &AgentRecord, message: &InboxMessage, outcome: TurnOutcome) {
+/// its reply in the same transaction — unless the turn asked the operator something and
+/// completed, in which case the reply waits for the answer (`asked`). Budgets that ran out
+/// stop the agent and tell its parent.
+async fn finish(
+    rt: &Runtime,
+    record: &AgentRecord,
+    message: &InboxMessage,
+    outcome: TurnOutcome,
+    asked: Option<String>,
+) {
     let store = rt.store();
+    if let (Some(_), Some(question), TurnOutcome::Completed { .. }) =
+        (&message.request_id, &asked, &outcome)
+    {
+        // The question carries the request: the turn that reads its answer replies.
+        tracing::debug!(agent = %record.name, %question, "reply deferred to a question");
+        if let Err(err) = store.complete_message(message.id, None).await {
+            tracing::warn!(agent = %record.name, error = %err, "cannot finish an inbox message");
+        }
+        rt.bus().poke();
+        return;
+    }
     let answer = match &outcome {
         TurnOutcome::Completed { text } if !text.trim().is_empty() => text.clone(),
         TurnOutcome::Completed { .. } => "(finished without a text answer)".to_owned(),
         other => format!("(no answer: {})", describe(other)),
     };
-    if let Err(err) = store.complete_message(message.id, Some(answer)).await {
-        tracing::warn!(agent = %record.name, error = %err, "cannot finish an inbox message");
+    match store.complete_message(message.id, Some(answer)).await {
+        Ok(Some(asker)) => rt.wake(&asker),
+        Ok(None) => {}
+        Err(err) => {
+            tracing::warn!(agent = %record.name, error = %err, "cannot finish an inbox message");
+        }
     }
     let budget = match &outcome {
         TurnOutcome::MaxRounds { .. } => Some("rounds"),

@@ -32,6 +32,7 @@ pub struct InboxQuery {
 pub struct AllQuery {
     #[serde(default)]
     pub all: bool,
+    pub kind: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -287,8 +288,25 @@ pub async fn list_questions(
     State(s): State<AppState>,
     Params(q): Params<AllQuery>,
 ) -> Api<Vec<PendingView>> {
+    let kinds: Vec<&str> = match q.kind.as_deref() {
+        // Requests are between agents; the operator's own show up when asked for.
+        None => vec!["question", "approval"],
+        Some(k @ ("question" | "approval" | "request")) => vec![k],
+        Some(other) => {
+            return Err(ApiError::invalid(
+                "kind",
+                format!("{other:?} is not question, approval or request"),
+            ));
+        }
+    };
     let items = s.runtime.list_pending(q.all).await?;
-    Ok(Json(items.into_iter().map(PendingView::from).collect()))
+    Ok(Json(
+        items
+            .into_iter()
+            .filter(|i| kinds.contains(&i.kind.as_str()))
+            .map(PendingView::from)
+            .collect(),
+    ))
 }
 
 pub async fn get_question(State(s): State<AppState>, Path(id): Path<String>) -> Api<PendingView> {

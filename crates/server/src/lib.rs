@@ -43,3 +43,14 @@ pub fn router(runtime: Runtime, token: &str) -> Router {
         ))
         .with_state(AppState { runtime })
 }
+
+/// Serves `router` on `listener` until `shutdown` completes, then finishes open requests.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}

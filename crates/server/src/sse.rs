@@ -44,6 +44,7 @@ struct Cursor {
     s: AppState,
     filter: EventFilter,
     live: tokio::sync::broadcast::Receiver<StoredEvent>,
+    stopping: tokio::sync::watch::Receiver<bool>,
     after: u64,
     queue: VecDeque<StoredEvent>,
 }
@@ -64,10 +65,12 @@ pub async fn stream(
         Some(after) => after,
         None => s.runtime.store().last_event_seq().await?,
     };
+    let stopping = s.runtime.stopping();
     let cursor = Cursor {
         s,
         filter,
         live,
+        stopping,
         after,
         queue: VecDeque::new(),
     };
@@ -98,7 +101,15 @@ pub async fn stream(
                     return None;
                 }
             }
-            match c.live.recv().await {
+            if *c.stopping.borrow() {
+                return None;
+            }
+            let received = tokio::select! {
+                received = c.live.recv() => received,
+                // The daemon is shutting down: end the stream so the server can stop.
+                _ = c.stopping.changed() => return None,
+            };
+            match received {
                 Ok(event) if event.seq > c.after => c.queue.push_back(event),
                 Ok(_) | Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => return None,

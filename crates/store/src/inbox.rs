@@ -189,17 +189,18 @@ impl Store {
     /// Marks a claimed message done. Finishing a message that is not `processing` is a
     /// `Conflict` (it was already finished, or never claimed).
     pub async fn finish_message(&self, id: u64) -> Result<(), StoreError> {
-        self.complete_message(id, None).await
+        self.complete_message(id, None).await.map(|_| ())
     }
 
     /// Marks a claimed message done and, when it carries a request and `answer` is given,
     /// answers that request (delivering the answer to whoever asked) in the same transaction,
-    /// so a crash can neither lose the answer nor send it twice.
+    /// so a crash can neither lose the answer nor send it twice. Returns the agent that was
+    /// sent the answer, if any (wake it).
     pub async fn complete_message(
         &self,
         id: u64,
         answer: Option<String>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<AgentId>, StoreError> {
         self.run(move |db| {
             let tx = db
                 .conn
@@ -218,19 +219,30 @@ impl Store {
             }
             let message = message_by_id(&tx, to_sql_int(id))?
                 .ok_or_else(|| StoreError::NotFound(format!("inbox message {id}")))?;
-            if let (Some(request), Some(answer)) = (message.request_id, answer) {
+            let open = match &message.request_id {
+                Some(request) => tx
+                    .prepare_cached("SELECT status FROM pending WHERE id = ?1")?
+                    .query_row(params![request], |r| r.get::<_, String>(0))
+                    .optional()?
+                    .is_some_and(|status| status == "pending"),
+                None => false,
+            };
+            // A request already resolved (expired, cancelled) gets no second answer.
+            let mut told = None;
+            if let (true, Some(request), Some(answer)) = (open, message.request_id, answer) {
                 let replier = agent_name(&tx, &message.agent_id)?;
-                resolve_in(
+                told = resolve_in(
                     &tx,
                     &now,
                     &request,
                     PendingStatus::Answered,
                     Some(&answer),
                     Some(&replier),
-                )?;
+                )?
+                .agent_id;
             }
             tx.commit()?;
-            Ok(())
+            Ok(told)
         })
         .await
     }

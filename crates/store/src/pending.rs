@@ -93,6 +93,9 @@ pub struct PendingItem {
     pub expires_at: Option<i64>,
     pub created_at: String,
     pub resolved_at: Option<String>,
+    /// A request the asker still owes a reply to: the notice of this item's resolution
+    /// carries it, so the turn that reads the answer replies to that request.
+    pub followup_request: Option<String>,
 }
 
 /// A new pending item. For a request, `letter` is delivered to the target in the same
@@ -106,10 +109,13 @@ pub struct NewPending {
     pub payload: serde_json::Value,
     pub expires_at: Option<i64>,
     pub letter: Option<Letter>,
+    /// A request the asker will answer once this is resolved (see
+    /// [`PendingItem::followup_request`]).
+    pub followup_request: Option<String>,
 }
 
 const COLUMNS: &str = "id, kind, agent_id, target_id, payload, status, answer, expires_at, \
-                       created_at, resolved_at";
+                       created_at, resolved_at, followup_request";
 
 impl Store {
     /// Records a pending item (and delivers its letter) with a `KIND.created` event.
@@ -121,8 +127,8 @@ impl Store {
             let now = db.clock.now();
             tx.prepare_cached(
                 "INSERT INTO pending (id, kind, agent_id, target_id, payload, expires_at,
-                                      created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                      created_at, followup_request)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
             .execute(params![
                 new.id,
@@ -131,7 +137,8 @@ impl Store {
                 new.target_id.as_ref().map(AgentId::as_str),
                 new.payload.to_string(),
                 new.expires_at,
-                now
+                now,
+                new.followup_request
             ])?;
             if let Some(mut letter) = new.letter {
                 letter.request_id = Some(new.id.clone());
@@ -302,7 +309,7 @@ pub(crate) fn resolve_in(
                 sender,
                 body: notice(&item),
                 dedup_key: format!("pending:{id}"),
-                request_id: None,
+                request_id: item.followup_request.clone(),
             },
         )?;
     }
@@ -359,6 +366,7 @@ struct RawPending {
     expires_at: Option<i64>,
     created_at: String,
     resolved_at: Option<String>,
+    followup_request: Option<String>,
 }
 
 fn raw(r: &Row<'_>) -> rusqlite::Result<RawPending> {
@@ -373,6 +381,7 @@ fn raw(r: &Row<'_>) -> rusqlite::Result<RawPending> {
         expires_at: r.get(7)?,
         created_at: r.get(8)?,
         resolved_at: r.get(9)?,
+        followup_request: r.get(10)?,
     })
 }
 
@@ -391,6 +400,7 @@ impl RawPending {
             expires_at: self.expires_at,
             created_at: self.created_at,
             resolved_at: self.resolved_at,
+            followup_request: self.followup_request,
             id: self.id,
         })
     }

@@ -1,10 +1,13 @@
 //! One module per subcommand; `dispatch` routes the parsed command line to it.
 
+mod agents;
 mod chat;
+mod client;
 mod config;
 mod doctor;
 mod run;
 pub mod sandbox;
+mod serve;
 mod session;
 mod sessions;
 
@@ -26,5 +29,12 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             command: SandboxCommand::Status(flag),
         } => sandbox::status(&cli.overrides, flag.json).await,
         Command::Doctor(flag) => doctor::doctor(&cli.overrides, flag.json).await,
+        Command::Serve(args) => serve::serve(&cli.overrides, args).await,
+        Command::Agent { command } => agents::agent(&cli.overrides, command).await,
+        Command::Send(args) => agents::send(&cli.overrides, args).await,
+        Command::Questions(args) => agents::questions(&cli.overrides, args).await,
+        Command::Answer(args) => agents::answer(&cli.overrides, args).await,
+        Command::Approve(args) => agents::decide(&cli.overrides, args, true).await,
+        Command::Deny(args) => agents::decide(&cli.overrides, args, false).await,
     }
 }

@@ -3,6 +3,7 @@
 
 mod commands;
 mod crash;
+mod daemon;
 mod e2e;
 mod failures;
 mod sandbox;

@@ -10,6 +10,7 @@ CREATE TABLE pending (
     status       TEXT NOT NULL DEFAULT 'pending'
                    CHECK (status IN ('pending', 'answered', 'cancelled', 'expired')),
     answer       TEXT,
+    followup_request TEXT,            -- a request the asker answers once this is resolved
     expires_at   INTEGER,             -- unix seconds; NULL = never
     created_at   TEXT NOT NULL,
     resolved_at  TEXT

@@ -33,6 +33,7 @@ fn question(id: &str, asker: &AgentId, expires_at: Option<i64>) -> NewPending {
         payload: json!({"question": "which port?"}),
         expires_at,
         letter: None,
+        followup_request: None,
     }
 }
 
@@ -137,6 +138,7 @@ async fn finishing_a_request_answers_the_requester_in_the_same_step() {
                 dedup_key: "k1".into(),
                 request_id: None,
             }),
+            followup_request: None,
         })
         .await
         .unwrap();

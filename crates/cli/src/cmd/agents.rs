@@ -1,0 +1,290 @@
+//! Client commands of the daemon: `reef agent …`, `send`, `questions`, `answer`, `approve`,
+//! `deny`. Each prints a short human line or, with `--json`, the daemon's JSON.
+
+use crate::cmd::client::{Client, segment};
+use crate::daemon_args::{AgentCommand, AnswerArgs, DecideArgs, QuestionsArgs, SendArgs};
+use crate::exit::{self, Exit};
+use crate::home;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn client(overrides: &[String]) -> anyhow::Result<Client> {
+    Client::connect(&home::load_config(overrides)?)
+}
+
+fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+    );
+}
+
+fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("-")
+}
+
+fn agent_line(a: &Value) -> String {
+    format!(
+        "{:<20} {:<10} {:<11} model={}",
+        s(a, "name"),
+        s(a, "template"),
+        s(a, "state"),
+        a.get("model").and_then(Value::as_str).unwrap_or("default")
+    )
+}
+
+pub async fn agent(overrides: &[String], command: AgentCommand) -> anyhow::Result<u8> {
+    let c = client(overrides)?;
+    let (value, json) = match command {
+        AgentCommand::Spawn {
+            name,
+            template,
+            model,
+            persona,
+            task,
+            json,
+        } => {
+            let body = json!({"name": name, "template": template, "model": model,
+                              "persona": persona, "task": task});
+            (c.post("/v1/agents", Some(body)).await?, json)
+        }
+        AgentCommand::List { json } => {
+            let agents = c.get("/v1/agents").await?;
+            if !json {
+                let list = agents.as_array().cloned().unwrap_or_default();
+                if list.is_empty() {
+                    println!(
+                        "no agents; create one with `reef agent spawn NAME --template worker`"
+                    );
+                }
+                for a in &list {
+                    println!("{}", agent_line(a));
+                }
+                return Ok(exit::OK);
+            }
+            (agents, true)
+        }
+        AgentCommand::Status { name, json } => {
+            let agent = c.get(&format!("/v1/agents/{}", segment(&name))).await?;
+            if !json {
+                println!("{}", agent_line(&agent));
+                println!("  id        {}", s(&agent, "id"));
+                println!("  workspace {}", s(&agent, "workspace"));
+                println!("  session   {}", s(&agent, "session"));
+                println!("  tools     {}", agent["tools"]);
+                println!("  budget    {}", agent["budget"]);
+                let inbox = c
+                    .get(&format!(
+                        "/v1/agents/{}/inbox?status=pending",
+                        segment(&name)
+                    ))
+                    .await?;
+                println!(
+                    "  inbox     {} pending",
+                    inbox.as_array().map_or(0, Vec::len)
+                );
+                return Ok(exit::OK);
+            }
+            (agent, true)
+        }
+        AgentCommand::Logs { name, tail, json } => {
+            let events = c
+                .get(&format!("/v1/events?agent={}&limit=10000", segment(&name)))
+                .await?;
+            let list = events.as_array().cloned().unwrap_or_default();
+            let tail: Vec<Value> = list[list.len().saturating_sub(tail)..].to_vec();
+            if json {
+                print_json(&Value::Array(tail));
+            } else {
+                for e in &tail {
+                    println!(
+                        "{:>6} {} {:<22} {}",
+                        e["seq"],
+                        s(e, "created_at"),
+                        s(e, "kind"),
+                        e["data"]
+                    );
+                }
+            }
+            return Ok(exit::OK);
+        }
+        AgentCommand::Pause { name, json } => (
+            c.post(&format!("/v1/agents/{}/pause", segment(&name)), None)
+                .await?,
+            json,
+        ),
+        AgentCommand::Resume { name, json } => (
+            c.post(&format!("/v1/agents/{}/resume", segment(&name)), None)
+                .await?,
+            json,
+        ),
+        AgentCommand::Stop { name, json } => (
+            c.post(&format!("/v1/agents/{}/stop", segment(&name)), None)
+                .await?,
+            json,
+        ),
+        AgentCommand::Destroy { name, purge, json } => {
+            c.delete(&format!("/v1/agents/{}?purge={purge}", segment(&name)))
+                .await?;
+            let value = json!({"destroyed": name, "purged": purge});
+            if !json {
+                println!("destroyed {name}{}", if purge { " (purged)" } else { "" });
+                return Ok(exit::OK);
+            }
+            (value, true)
+        }
+        AgentCommand::Model { name, model, json } => (
+            c.put(
+                &format!("/v1/agents/{}/model", segment(&name)),
+                json!({"model": model}),
+            )
+            .await?,
+            json,
+        ),
+        AgentCommand::Persona {
+            name,
+            persona,
+            json,
+        } => (
+            c.put(
+                &format!("/v1/agents/{}/persona", segment(&name)),
+                json!({"persona": persona}),
+            )
+            .await?,
+            json,
+        ),
+    };
+    if json {
+        print_json(&value);
+    } else {
+        println!("{}", agent_line(&value));
+    }
+    Ok(exit::OK)
+}
+
+pub async fn send(overrides: &[String], args: SendArgs) -> anyhow::Result<u8> {
+    let c = client(overrides)?;
+    let body = json!({"text": args.text, "expect_reply": args.wait, "timeout_secs": args.timeout});
+    let sent = c
+        .post(
+            &format!("/v1/agents/{}/messages", segment(&args.agent)),
+            Some(body),
+        )
+        .await?;
+    let Some(request) = sent.get("request_id").and_then(Value::as_str) else {
+        if args.json {
+            print_json(&sent);
+        } else {
+            println!("queued as message #{} for {}", sent["inbox_id"], args.agent);
+        }
+        return Ok(exit::OK);
+    };
+    // The reply is recorded on the request; poll it until it is final.
+    loop {
+        let item = c
+            .get(&format!("/v1/questions/{}", segment(request)))
+            .await?;
+        match s(&item, "status") {
+            "pending" => tokio::time::sleep(Duration::from_millis(200)).await,
+            "answered" => {
+                if args.json {
+                    print_json(&item);
+                } else {
+                    println!("{}", s(&item, "answer"));
+                }
+                return Ok(exit::OK);
+            }
+            other => {
+                return Err(anyhow::Error::new(Exit {
+                    code: exit::RUNTIME,
+                    message: format!("no reply from {}: the request {other}", args.agent),
+                }));
+            }
+        }
+    }
+}
+
+pub async fn questions(overrides: &[String], args: QuestionsArgs) -> anyhow::Result<u8> {
+    let c = client(overrides)?;
+    let items = c.get(&format!("/v1/questions?all={}", args.all)).await?;
+    if args.json {
+        print_json(&items);
+        return Ok(exit::OK);
+    }
+    let list = items.as_array().cloned().unwrap_or_default();
+    if list.is_empty() {
+        println!("nothing is waiting for you");
+    }
+    for q in &list {
+        let who = q["payload"]
+            .get("agent")
+            .and_then(Value::as_str)
+            .unwrap_or("-");
+        let what = match s(q, "kind") {
+            "question" => {
+                let options = q["payload"]["options"]
+                    .as_array()
+                    .map(|o| {
+                        o.iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(" | ")
+                    })
+                    .unwrap_or_default();
+                let question = q["payload"]["question"].as_str().unwrap_or("");
+                if options.is_empty() {
+                    question.to_owned()
+                } else {
+                    format!("{question} [{options}]")
+                }
+            }
+            "approval" => format!("run `{}`?", q["payload"]["command"].as_str().unwrap_or("")),
+            _ => q["payload"]["text"].as_str().unwrap_or("").to_owned(),
+        };
+        println!(
+            "{:<20} {:<8} {:<9} {who}: {what}",
+            s(q, "id"),
+            s(q, "kind"),
+            s(q, "status")
+        );
+    }
+    Ok(exit::OK)
+}
+
+pub async fn answer(overrides: &[String], args: AnswerArgs) -> anyhow::Result<u8> {
+    let c = client(overrides)?;
+    let item = c
+        .post(
+            &format!("/v1/questions/{}/answer", segment(&args.id)),
+            Some(json!({"text": args.text})),
+        )
+        .await?;
+    report(&item, args.json);
+    Ok(exit::OK)
+}
+
+pub async fn decide(overrides: &[String], args: DecideArgs, approve: bool) -> anyhow::Result<u8> {
+    let c = client(overrides)?;
+    let path = format!(
+        "/v1/questions/{}/{}",
+        segment(&args.id),
+        if approve { "approve" } else { "deny" }
+    );
+    let body = (!approve).then(|| json!({"reason": args.reason}));
+    let item = c.post(&path, body).await?;
+    report(&item, args.json);
+    Ok(exit::OK)
+}
+
+fn report(item: &Value, json: bool) {
+    if json {
+        print_json(item);
+    } else {
+        println!(
+            "{} {}: {}",
+            s(item, "id"),
+            s(item, "status"),
+            s(item, "answer")
+        );
+    }
+}

@@ -1,0 +1,115 @@
+//! The daemon's client: where `reef serve` listens (`$REEF_HOME/reef.addr`, else
+//! `daemon.listen`), the token from `$REEF_HOME/api-token`, and JSON requests whose failures
+//! become errors with the daemon's message and a fitting exit code.
+
+use crate::exit::{self, Exit};
+use anyhow::Context as _;
+use reef_config::Config;
+use serde_json::Value;
+use std::time::Duration;
+
+pub struct Client {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Client {
+    pub fn connect(config: &Config) -> anyhow::Result<Client> {
+        let addr = std::fs::read_to_string(config.home.join("reef.addr"))
+            .map(|a| a.trim().to_owned())
+            .unwrap_or_else(|_| config.daemon.listen.to_string());
+        let token_path = config.home.join("api-token");
+        let token = std::fs::read_to_string(&token_path)
+            .map(|t| t.trim().to_owned())
+            .map_err(|e| {
+                Exit::usage(format!(
+                    "cannot read the API token {} ({e}); start the daemon with `reef serve`",
+                    token_path.display()
+                ))
+            })?;
+        let http = reef_llm::http_client(Some(Duration::from_secs(120)))
+            .context("cannot build an HTTP client")?;
+        Ok(Client {
+            base: format!("http://{addr}"),
+            token,
+            http,
+        })
+    }
+
+    pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        self.call(reqwest::Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+        self.call(reqwest::Method::POST, path, body).await
+    }
+
+    pub async fn put(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+        self.call(reqwest::Method::PUT, path, Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> anyhow::Result<Value> {
+        self.call(reqwest::Method::DELETE, path, None).await
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<Value> {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.map_err(|e| {
+            if e.is_connect() {
+                anyhow::Error::new(Exit {
+                    code: exit::RUNTIME,
+                    message: format!(
+                        "cannot reach the reef daemon at {} ({e}); start it with `reef serve`",
+                        self.base
+                    ),
+                })
+            } else {
+                anyhow::Error::new(e).context("the request to the daemon failed")
+            }
+        })?;
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        let value: Value = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        if status.is_success() {
+            return Ok(value);
+        }
+        let message = value
+            .get("error")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("the daemon answered {status}"), str::to_owned);
+        let code = match status.as_u16() {
+            400 | 404 => exit::USAGE,
+            _ => exit::RUNTIME,
+        };
+        Err(anyhow::Error::new(Exit { code, message }))
+    }
+}
+
+/// A path segment with the characters a URL path cannot carry escaped (`#` in room names).
+pub fn segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}

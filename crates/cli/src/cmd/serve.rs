@@ -1,0 +1,109 @@
+//! `reef serve`: the daemon. Writes `$REEF_HOME/reef.pid` (refusing to start next to a live
+//! daemon) and `$REEF_HOME/reef.addr` (where clients connect), creates the API token, starts
+//! the runtime and the HTTP API, and on SIGTERM or Ctrl-C interrupts running turns (their
+//! messages go back to the inboxes, the transcripts keep what was done) before exiting.
+
+use crate::home;
+use anyhow::Context as _;
+use reef_runtime::{Runtime, RuntimeOptions, Templates};
+use std::path::{Path, PathBuf};
+
+pub async fn serve(
+    overrides: &[String],
+    args: crate::daemon_args::ServeArgs,
+) -> anyhow::Result<u8> {
+    let config = home::load_config(overrides)?;
+    let home_dir = config.home.clone();
+    std::fs::create_dir_all(&home_dir)
+        .with_context(|| format!("cannot create {}", home_dir.display()))?;
+    let pid = PidFile::acquire(&home_dir.join("reef.pid"))?;
+    let templates = Templates::load(&home_dir.join("templates"))?;
+    let token = reef_server::load_or_create_token(&home_dir.join("api-token"))
+        .with_context(|| format!("cannot use the API token in {}", home_dir.display()))?;
+    let listen = args.listen.unwrap_or(config.daemon.listen);
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen} (daemon.listen)"))?;
+    let addr = listener.local_addr()?;
+    let (runtime, recovery) = Runtime::start(RuntimeOptions {
+        config,
+        templates,
+        helper: Some(crate::cmd::sandbox::helper()?),
+        model_override: None,
+    })
+    .await?;
+    if let Some(warning) = runtime.sandbox_warning() {
+        eprintln!("reef: warning: {warning}");
+    }
+    if recovery.released > 0 {
+        eprintln!(
+            "reef: {} message(s) were in progress when reef last stopped; they run again",
+            recovery.released
+        );
+    }
+    let addr_file = home_dir.join("reef.addr");
+    std::fs::write(&addr_file, format!("{addr}\n"))
+        .with_context(|| format!("cannot write {}", addr_file.display()))?;
+    eprintln!(
+        "reef: serving on http://{addr} (token in {})",
+        home_dir.join("api-token").display()
+    );
+    let router = reef_server::router(runtime.clone(), &token);
+    let stopper = runtime.clone();
+    let served = reef_server::serve(listener, router, async move {
+        wait_for_signal().await;
+        eprintln!("reef: shutting down: interrupting running turns");
+        stopper.shutdown().await;
+    })
+    .await;
+    let _ = std::fs::remove_file(&addr_file);
+    drop(pid);
+    served.context("the HTTP server failed")?;
+    eprintln!("reef: stopped");
+    Ok(crate::exit::OK)
+}
+
+async fn wait_for_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(err) => {
+            eprintln!("reef: cannot listen for SIGTERM ({err}); stop with Ctrl-C");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+/// `reef.pid`, removed when dropped. A file naming a live process stops a second daemon; one
+/// left by a killed daemon is taken over.
+struct PidFile(PathBuf);
+
+impl PidFile {
+    fn acquire(path: &Path) -> anyhow::Result<PidFile> {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && let Ok(pid) = text.trim().parse::<u32>()
+            && pid != std::process::id()
+            && Path::new(&format!("/proc/{pid}")).exists()
+            && std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("reef"))
+        {
+            return Err(crate::exit::Exit::usage(format!(
+                "a reef daemon is already running for this home (pid {pid}, {}); stop it first",
+                path.display()
+            )));
+        }
+        std::fs::write(path, format!("{}\n", std::process::id()))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(PidFile(path.to_path_buf()))
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

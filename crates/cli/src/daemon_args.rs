@@ -1,0 +1,137 @@
+//! The command-line grammar of the daemon and its clients: `serve`, `agent …`, `send`,
+//! `questions`, `answer`, `approve`, `deny`.
+
+use clap::{Args, Subcommand};
+use std::net::SocketAddr;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address of the HTTP API (default: daemon.listen); port 0 picks a free one.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Create an agent from a template and start it.
+    Spawn {
+        name: String,
+        #[arg(long, short = 't', default_value = "worker")]
+        template: String,
+        /// A configured provider (default: the template's, then the default provider).
+        #[arg(long)]
+        model: Option<String>,
+        /// Replaces the template's persona.
+        #[arg(long)]
+        persona: Option<String>,
+        /// A first message for the agent.
+        #[arg(long)]
+        task: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every agent with its state.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One agent in detail.
+    Status {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The agent's events: turns, tool calls, messages, questions.
+    Logs {
+        name: String,
+        /// Only the last N events.
+        #[arg(long, default_value_t = 50)]
+        tail: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// No new turns until resumed.
+    Pause {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run turns again.
+    Resume {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Terminate (a running turn is interrupted).
+    Stop {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the agent; --purge also deletes its transcript and directory.
+    Destroy {
+        name: String,
+        #[arg(long)]
+        purge: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Switch the agent to another configured provider.
+    Model {
+        name: String,
+        model: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replace the agent's persona.
+    Persona {
+        name: String,
+        persona: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// The agent's name.
+    pub agent: String,
+    pub text: String,
+    /// Wait for the agent's answer and print it.
+    #[arg(long)]
+    pub wait: bool,
+    /// With --wait: give up after this many seconds.
+    #[arg(long, default_value_t = 600, value_name = "SECS")]
+    pub timeout: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct QuestionsArgs {
+    /// Include answered, cancelled and expired items.
+    #[arg(long)]
+    pub all: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// The question's id (a unique prefix works).
+    pub id: String,
+    pub text: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// The approval's id (a unique prefix works).
+    pub id: String,
+    /// Why (deny only).
+    #[arg(long)]
+    pub reason: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,462 @@
+//! `reef serve` end to end: a manager spawns two workers, hands out tasks, one worker asks
+//! the operator (answered through the HTTP API), both report back, the manager summarises;
+//! and a daemon killed with SIGKILL mid-turn loses nothing and repeats no effect.
+
+use crate::reef;
+use reef_test_support::{MockLlm, MockReply, RecordedRequest, TestHome};
+use serde_json::{Value, json};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A running `reef serve` for a home, with an HTTP client holding its token.
+struct Daemon {
+    child: Child,
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Daemon {
+    async fn start(home: &TestHome) -> Daemon {
+        let addr_file = home.reef_home().join("reef.addr");
+        let _ = std::fs::remove_file(&addr_file);
+        let child = Command::new(env!("CARGO_BIN_EXE_reef"))
+            .arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("REEF_HOME", home.reef_home())
+            .current_dir(home.workspace())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut addr = String::new();
+        for _ in 0..2000 {
+            if let Ok(text) = std::fs::read_to_string(&addr_file) {
+                addr = text.trim().to_owned();
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            !addr.is_empty(),
+            "reef serve never wrote {}",
+            addr_file.display()
+        );
+        let token = std::fs::read_to_string(home.reef_home().join("api-token")).unwrap();
+        Daemon {
+            child,
+            base: format!("http://{addr}"),
+            token: token.trim().to_owned(),
+            http: reef_llm::http_client(Some(Duration::from_secs(60))).unwrap(),
+        }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut req = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        assert!(status.is_success(), "{method} {path}: {status} {text}");
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        self.call(reqwest::Method::GET, path, None).await
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        self.call(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    /// Polls `path` until `pred` holds on its JSON.
+    async fn wait(&self, what: &str, path: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..3000 {
+            let value = self.get(path).await;
+            if pred(&value) {
+                return value;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let events = self.get("/v1/events?limit=10000").await;
+        panic!("gave up waiting for {what}; events: {events:#}");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn daemon_home(mock: &MockLlm) -> TestHome {
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "[providers.main]\nbase_url = \"{}\"\nmodel = \"mock-model\"\nstream = false\n\
+         max_retries = 0\n\n[daemon]\nlisten = \"127.0.0.1:0\"\n\n[sandbox]\nbackend = \"none\"\n",
+        mock.base_url()
+    ));
+    home
+}
+
+fn agent_of(req: &RecordedRequest) -> String {
+    let system = req.system_text();
+    let start = system.find("You are `").map_or(0, |i| i + 9);
+    system[start..].split('`').next().unwrap_or("").to_owned()
+}
+
+/// Names of the tools the model called in its last assistant message.
+fn last_calls(req: &RecordedRequest) -> Vec<String> {
+    req.messages()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "assistant")
+        .and_then(|m| m["tool_calls"].as_array())
+        .map(|calls| {
+            calls
+                .iter()
+                .filter_map(|c| c["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// User messages of the conversation that carry a reply to a request.
+fn replies(req: &RecordedRequest) -> Vec<String> {
+    req.messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .filter(|c| c.contains("Answer to your request"))
+        .map(|c| c.lines().last().unwrap_or("").to_owned())
+        .collect()
+}
+
+fn team_model(req: &RecordedRequest) -> MockReply {
+    let input = req.last_user_text().unwrap_or_default();
+    match agent_of(req).as_str() {
+        "boss" if req.ends_with_tool_result() => {
+            if last_calls(req).contains(&"spawn_agent".to_owned()) {
+                MockReply::ToolCalls(vec![
+                    (
+                        "message_agent".into(),
+                        json!({"to": "alice", "expect_reply": true,
+                        "text": "Part 1: count the files in your workspace"}),
+                    ),
+                    (
+                        "message_agent".into(),
+                        json!({"to": "bob", "expect_reply": true,
+                        "text": "Part 2: find out which colour the operator wants"}),
+                    ),
+                ])
+            } else {
+                MockReply::text("Tasks handed out; waiting for the reports.")
+            }
+        }
+        "boss" if input.contains("Build the report") => MockReply::ToolCalls(vec![
+            (
+                "spawn_agent".into(),
+                json!({"name": "alice", "template": "worker"}),
+            ),
+            (
+                "spawn_agent".into(),
+                json!({"name": "bob", "template": "worker"}),
+            ),
+        ]),
+        "boss" => {
+            let got = replies(req);
+            if got.len() >= 2 {
+                MockReply::text(format!("SUMMARY: {}", got.join(" + ")))
+            } else {
+                MockReply::text("One report in; waiting for the other.")
+            }
+        }
+        "alice" => MockReply::text("alice: there are 3 files"),
+        "bob" if req.ends_with_tool_result() => MockReply::text("Asked the operator; waiting."),
+        "bob" if input.contains("Answer to your question") => MockReply::text(format!(
+            "bob: the operator chose {}",
+            input.lines().last().unwrap_or("")
+        )),
+        "bob" => MockReply::tool_call(
+            "ask_operator",
+            json!({"question": "Which colour?", "options": ["red", "blue"]}),
+        ),
+        other => MockReply::text(format!("unexpected agent {other}")),
+    }
+}
+
+fn kinds(events: &Value) -> Vec<String> {
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_runs_a_team_and_the_operator_answers_a_question_through_the_api() {
+    let mock = MockLlm::start_responder_blocking(Arc::new(team_model));
+    let home = daemon_home(&mock);
+    let d = Daemon::start(&home).await;
+
+    let boss = d
+        .post(
+            "/v1/agents",
+            json!({"name": "boss", "template": "manager",
+                   "task": "Build the report in two parts and summarise it for me."}),
+        )
+        .await;
+    assert_eq!(boss["state"], "running");
+
+    let questions = d
+        .wait("bob's question", "/v1/questions", |q| {
+            q.as_array().is_some_and(|a| !a.is_empty())
+        })
+        .await;
+    let question = &questions[0];
+    assert_eq!(question["kind"], "question");
+    assert_eq!(question["payload"]["agent"], "bob");
+    assert_eq!(question["payload"]["options"], json!(["red", "blue"]));
+    let id = question["id"].as_str().unwrap();
+    let answered = d
+        .post(
+            &format!("/v1/questions/{id}/answer"),
+            json!({"text": "blue"}),
+        )
+        .await;
+    assert_eq!(answered["status"], "answered");
+
+    let summary = d
+        .wait(
+            "the manager's summary",
+            "/v1/events?agent=boss&kind=agent.message",
+            |e| {
+                e.as_array().is_some_and(|a| {
+                    a.iter().any(|e| {
+                        e["data"]["text"]
+                            .as_str()
+                            .unwrap_or("")
+                            .starts_with("SUMMARY")
+                    })
+                })
+            },
+        )
+        .await;
+    let summary = summary
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|e| {
+            e["data"]["text"]
+                .as_str()
+                .filter(|t| t.starts_with("SUMMARY"))
+        })
+        .unwrap()
+        .to_owned();
+    assert!(summary.contains("alice: there are 3 files"), "{summary}");
+    assert!(
+        summary.contains("bob: the operator chose blue"),
+        "{summary}"
+    );
+
+    // Every step is in the event history.
+    let events = d.get("/v1/events?limit=10000").await;
+    let all = kinds(&events);
+    let n = |k: &str| all.iter().filter(|x| x.as_str() == k).count();
+    assert_eq!(n("agent.spawned"), 3, "{all:?}");
+    assert_eq!(n("request.created"), 2, "{all:?}");
+    assert_eq!(n("request.answered"), 2, "{all:?}");
+    assert_eq!(n("question.created"), 1, "{all:?}");
+    assert_eq!(n("question.answered"), 1, "{all:?}");
+    let calls: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "tool.call")
+        .map(|e| e["data"]["name"].as_str().unwrap())
+        .collect();
+    for tool in ["spawn_agent", "message_agent", "ask_operator"] {
+        assert!(calls.contains(&tool), "{tool} not in {calls:?}");
+    }
+
+    // The children belong to the manager, and the transcripts hold the conversation.
+    let agents = d.get("/v1/agents").await;
+    let boss_id = boss["id"].as_str().unwrap();
+    for name in ["alice", "bob"] {
+        let agent = agents
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap();
+        assert_eq!(agent["parent"], boss_id);
+    }
+    let bob = d.get("/v1/agents/bob/transcript").await.to_string();
+    assert!(
+        bob.contains("ask_operator") && bob.contains("blue"),
+        "{bob}"
+    );
+    let boss_transcript = d.get("/v1/agents/boss/transcript").await.to_string();
+    assert!(boss_transcript.contains("SUMMARY"), "{boss_transcript}");
+
+    // What the model was sent: bob's answer turn saw the operator's choice, and the
+    // manager's last request held both reports.
+    let sent = mock.requests();
+    let bob_last = sent.iter().rfind(|r| agent_of(r) == "bob").unwrap();
+    assert!(bob_last.last_user_text().unwrap().contains("blue"));
+    let boss_last = sent.iter().rfind(|r| agent_of(r) == "boss").unwrap();
+    assert_eq!(replies(boss_last).len(), 2);
+    assert!(boss_last.tool_names().contains(&"spawn_agent".to_owned()));
+
+    // The CLI reads the same daemon.
+    let out = reef(&home)
+        .args(["agent", "list", "--json"])
+        .assert()
+        .success();
+    let listed: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 3);
+    let out = reef(&home)
+        .args(["questions", "--all", "--json"])
+        .assert()
+        .success();
+    let all_items: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert!(
+        all_items
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|q| q["answer"] == "blue")
+    );
+
+    // SIGTERM: a graceful stop that removes the PID file.
+    let mut d = d;
+    d.signal("-TERM");
+    let status = d.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(!home.reef_home().join("reef.pid").exists());
+}
+
+/// The forwarding workers: each message is forwarded to `sink` with one tool call; the
+/// answer after the tool result is slow, so a kill lands between the effect and the finish.
+fn forwarder(req: &RecordedRequest) -> MockReply {
+    if req.ends_with_tool_result() {
+        return MockReply::Delayed(
+            Duration::from_millis(700),
+            Box::new(MockReply::text("forwarded")),
+        );
+    }
+    let input = req.last_user_text().unwrap_or_default();
+    let job = input.lines().last().unwrap_or("").to_owned();
+    MockReply::tool_call("message_agent", json!({"to": "sink", "text": job}))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_killed_mid_turn_processes_every_message_exactly_once_in_effect() {
+    let mock = MockLlm::start_responder_blocking(Arc::new(forwarder));
+    let home = daemon_home(&mock);
+    let d = Daemon::start(&home).await;
+    d.post("/v1/agents", json!({"name": "sink", "template": "worker"}))
+        .await;
+    d.post("/v1/agents/sink/pause", json!({})).await;
+    for w in ["w1", "w2"] {
+        d.post("/v1/agents", json!({"name": w, "template": "worker"}))
+            .await;
+    }
+    let mut jobs = Vec::new();
+    for i in 0..8 {
+        let (w, job) = (if i % 2 == 0 { "w1" } else { "w2" }, format!("job-{i}"));
+        let sent = d
+            .post(
+                &format!("/v1/agents/{w}/messages"),
+                json!({"text": job, "key": job}),
+            )
+            .await;
+        assert!(sent["inbox_id"].as_u64().is_some(), "acknowledged: {sent}");
+        jobs.push(job);
+    }
+    // Kill while a turn has made its effect (the forward) but not finished.
+    d.wait(
+        "a forward in flight",
+        "/v1/events?kind=tool.result,turn.ended",
+        |e| {
+            e.as_array()
+                .and_then(|a| a.last())
+                .is_some_and(|e| e["kind"] == "tool.result")
+        },
+    )
+    .await;
+    let mut d = d;
+    d.child.kill().unwrap();
+    d.child.wait().unwrap();
+    drop(d);
+
+    let d = Daemon::start(&home).await;
+    let recovered = d
+        .wait(
+            "the recovery event",
+            "/v1/events?kind=daemon.recovered",
+            |e| e.as_array().is_some_and(|a| !a.is_empty()),
+        )
+        .await;
+    assert!(
+        recovered[0]["data"]["released"].as_u64().unwrap() >= 1,
+        "{recovered}"
+    );
+    for w in ["w1", "w2"] {
+        d.wait(
+            &format!("{w}'s inbox to drain"),
+            &format!("/v1/agents/{w}/inbox"),
+            |m| {
+                m.as_array()
+                    .is_some_and(|a| a.len() == 4 && a.iter().all(|m| m["status"] == "done"))
+            },
+        )
+        .await;
+    }
+    let retried: usize = {
+        let mut n = 0;
+        for w in ["w1", "w2"] {
+            let inbox = d.get(&format!("/v1/agents/{w}/inbox")).await;
+            n += inbox
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["attempts"].as_u64() > Some(1))
+                .count();
+        }
+        n
+    };
+    assert!(
+        retried >= 1,
+        "no message was processed twice, so the kill hit no turn"
+    );
+    let sink = d.get("/v1/agents/sink/inbox").await;
+    let mut bodies: Vec<String> = sink
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["body"].as_str().unwrap().to_owned())
+        .collect();
+    bodies.sort();
+    let mut expected = jobs.clone();
+    expected.sort();
+    assert_eq!(bodies, expected, "each job forwarded exactly once");
+}
