@@ -20,6 +20,10 @@ use tokio::task::JoinHandle;
 /// Characters of a tool output kept in a `tool.result` event.
 const EVENT_OUTPUT_CHARS: usize = 2000;
 
+/// Attempts at a message whose turn failed (model unreachable after its own retries, store
+/// error) before it is given up; between attempts the agent waits 1, 2, 4, … s (at most 60).
+const MAX_ATTEMPTS: u32 = 5;
+
 pub(crate) struct WorkerHandle {
     pub wake: Arc<Notify>,
     stop: watch::Sender<bool>,
@@ -71,13 +75,22 @@ struct Worker {
 
 enum Next {
     Idle,
+    /// A turn failed and its message went back to the inbox: wait before the next attempt.
+    Backoff(Duration),
     Stop,
 }
 
 async fn run(mut worker: Worker, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
     loop {
-        if let Next::Stop = worker.drain(&mut stop).await {
-            return;
+        match worker.drain(&mut stop).await {
+            Next::Stop => return,
+            Next::Backoff(delay) => {
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => continue,
+                    _ = stop.changed() => return,
+                }
+            }
+            Next::Idle => {}
         }
         tokio::select! {
             () = wake.notified() => {}
@@ -143,8 +156,8 @@ impl Worker {
             rt.bus().poke();
             let next = self.process(&rt, &record, message, remaining, stop).await;
             drop(permit);
-            if let Next::Stop = next {
-                return Next::Stop;
+            if !matches!(next, Next::Idle) {
+                return next;
             }
         }
     }
@@ -220,6 +233,23 @@ impl Worker {
             rt.bus().poke();
             return Next::Stop;
         };
+        if let TurnOutcome::Failed { error } = &outcome
+            && message.attempts < MAX_ATTEMPTS
+        {
+            // Not this message's fault: it goes back to the inbox and is tried again later.
+            let delay = Duration::from_secs((1u64 << (message.attempts.saturating_sub(1))).min(60));
+            let _ = store.release_message(message.id).await;
+            let _ = store
+                .append_event(
+                    "turn.retry_scheduled",
+                    Some(&record.id),
+                    json!({"inbox_id": message.id, "attempt": message.attempts,
+                           "error": error, "delay_secs": delay.as_secs()}),
+                )
+                .await;
+            rt.bus().poke();
+            return Next::Backoff(delay);
+        }
         finish(rt, record, &message, outcome, asked).await;
         Next::Idle
     }
@@ -402,8 +432,9 @@ fn turn_input(message: &InboxMessage) -> String {
     head.push(']');
     if message.attempts > 1 {
         head.push_str(
-            "\n[reef stopped while this message was being handled; the conversation above shows \
-             what was already done. Do not repeat finished actions.]",
+            "\n[an earlier attempt at this message did not finish (reef stopped or the model \
+             failed); the conversation above shows what was already done. Do not repeat \
+             finished actions.]",
         );
     }
     format!("{head}\n{}", message.body)

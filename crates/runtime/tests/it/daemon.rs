@@ -444,3 +444,46 @@ async fn the_same_call_repeated_stops_the_turn_and_the_turn_limit_holds() {
     );
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_turn_that_fails_on_the_model_is_retried_later_not_dropped() {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = calls.clone();
+    let d = daemon(
+        Arc::new(move |_req: &RecordedRequest| {
+            if seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                MockReply::status(503, "overloaded")
+            } else {
+                MockReply::text("done after all")
+            }
+        }),
+        "",
+    )
+    .await;
+    let rt = &d.runtime;
+    let w = rt
+        .spawn_agent(spawn("w1", "worker"), None)
+        .await
+        .unwrap()
+        .agent;
+    let sent = rt
+        .send_message("w1", Sender::Operator, "do it", "k1", Some(60))
+        .await
+        .unwrap();
+    wait_for(rt, "the retried request to be answered", |e| {
+        count(e, "request.answered") == 1
+    })
+    .await;
+    let events = rt.store().events_after(0, Some(&w.id), 1000).await.unwrap();
+    assert_eq!(count(&events, "turn.retry_scheduled"), 1);
+    let item = rt.get_pending(&sent.request_id.unwrap()).await.unwrap();
+    assert_eq!(item.answer.as_deref(), Some("done after all"));
+    let done = rt.store().inbox(&w.id, InboxStatus::Done).await.unwrap();
+    assert_eq!((done.len(), done[0].attempts), (1, 2));
+    let retry_input = d.mock.requests()[1].last_user_text().unwrap();
+    assert!(
+        retry_input.contains("an earlier attempt at this message did not finish"),
+        "{retry_input}"
+    );
+    rt.shutdown().await;
+}
