@@ -4,7 +4,7 @@
 use crate::error::RuntimeError;
 use crate::kernel::Runtime;
 use reef_core::{AgentId, AgentState};
-use reef_store::{AgentRecord, NewAgent};
+use reef_store::{AgentRecord, NewAgent, PendingStatus};
 use serde::Serialize;
 
 /// What to spawn.
@@ -168,6 +168,20 @@ impl Runtime {
     pub async fn destroy_agent(&self, name: &str, purge: bool) -> Result<(), RuntimeError> {
         let agent = self.agent(name).await?;
         self.stop_worker(&agent.id).await;
+        // Whoever waits for a reply from this agent is told not to.
+        for item in self
+            .inner
+            .store
+            .list_pending(Some(PendingStatus::Pending))
+            .await?
+        {
+            if item.target_id.as_ref() == Some(&agent.id) {
+                match self.resolve(&item.id, PendingStatus::Cancelled, None).await {
+                    Ok(_) | Err(RuntimeError::Conflict(_)) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+        }
         self.inner.store.delete_agent(&agent.id, purge).await?;
         if purge {
             let dir = self.agent_dir(&agent.name);

@@ -146,13 +146,59 @@ async fn a_message_wakes_the_agent_and_a_request_is_answered_with_its_final_text
             .is_empty()
     );
 
-    // The same key again delivers nothing new.
+    // The same request key again delivers nothing new.
     let again = rt
         .send_message("w1", Sender::Operator, "count to three", "op-1", Some(60))
         .await
         .unwrap();
     assert!(again.duplicate);
     assert_eq!(again.request_id.as_deref(), Some(request.as_str()));
+
+    // A request to an agent that is destroyed is cancelled, and the requester (here another
+    // agent) is told not to wait.
+    let asker = rt
+        .spawn_agent(spawn("asker", "worker"), None)
+        .await
+        .unwrap()
+        .agent;
+    rt.pause_agent("w1", "hold").await.unwrap();
+    let pending = rt
+        .send_message("w1", Sender::Agent(&asker), "anything?", "ask-1", Some(600))
+        .await
+        .unwrap();
+    rt.pause_agent("asker", "hold").await.unwrap();
+    rt.destroy_agent("w1", true).await.unwrap();
+    let cancelled = rt.get_pending(&pending.request_id.unwrap()).await.unwrap();
+    assert_eq!(cancelled.status, PendingStatus::Cancelled);
+    let told = rt
+        .store()
+        .inbox(&asker.id, InboxStatus::Pending)
+        .await
+        .unwrap();
+    assert!(
+        told[0].body.contains("was cancelled; do not wait for it"),
+        "{}",
+        told[0].body
+    );
+    assert!(rt.get_agent("w1").await.is_err());
+    assert!(
+        !std::path::Path::new(&w.workspace).exists(),
+        "purge removes the directory"
+    );
+    rt.spawn_agent(spawn("w1", "worker"), None).await.unwrap();
+
+    // The same message key again delivers nothing new.
+    let asker2 = rt.get_agent("asker").await.unwrap();
+    let again = rt
+        .send_message("asker", Sender::Agent(&asker2), "hello", "dup-1", None)
+        .await
+        .unwrap();
+    let again2 = rt
+        .send_message("asker", Sender::Agent(&asker2), "hello", "dup-1", None)
+        .await
+        .unwrap();
+    assert!(!again.duplicate && again2.duplicate);
+    assert_eq!(again.inbox_id, again2.inbox_id);
     rt.shutdown().await;
 }
 
