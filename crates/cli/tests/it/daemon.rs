@@ -346,6 +346,18 @@ async fn a_manager_runs_a_team_and_the_operator_answers_a_question_through_the_a
             .any(|q| q["answer"] == "blue")
     );
 
+    let out = reef(&home)
+        .args(["send", "boss", "Where are we?", "--wait", "--timeout", "60"])
+        .assert()
+        .success();
+    let reply = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(reply.contains("SUMMARY"), "{reply}");
+    reef(&home)
+        .args(["agent", "status", "nobody"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("no agent named `nobody`"));
+
     // SIGTERM: a graceful stop that removes the PID file.
     let mut d = d;
     d.signal("-TERM");
