@@ -205,6 +205,16 @@ impl Worker {
                        "attempt": message.attempts, "session": session.id()}),
             )
             .await;
+        if let Some(warning) = rt.sandbox_warning() {
+            // Tools run unconfined: say so on every turn, where the operator watches.
+            let _ = store
+                .append_event(
+                    "agent.warning",
+                    Some(&record.id),
+                    json!({"message": warning}),
+                )
+                .await;
+        }
         rt.bus().poke();
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let forwarder = tokio::spawn(forward(rt.clone(), record.id.clone(), message.id, rx));
