@@ -66,9 +66,9 @@ pub enum Command {
     /// Answer an operator question.
     Answer(crate::daemon_args::AnswerArgs),
     /// Approve a command waiting for approval: it runs now.
-    Approve(crate::daemon_args::DecideArgs),
+    Approve(crate::daemon_args::ApproveArgs),
     /// Deny a command waiting for approval.
-    Deny(crate::daemon_args::DecideArgs),
+    Deny(crate::daemon_args::DenyArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -100,9 +100,9 @@ pub struct SendArgs {
     /// Wait for the agent's answer and print it.
     #[arg(long)]
     pub wait: bool,
-    /// With --wait: give up after this many seconds.
-    #[arg(long, default_value_t = 600, value_name = "SECS")]
-    pub timeout: u64,
+    /// With --wait: give up after this many seconds (default: daemon.request_timeout_secs).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
     #[arg(long)]
     pub json: bool,
 }
@@ -126,10 +126,18 @@ pub struct AnswerArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DecideArgs {
+pub struct ApproveArgs {
     /// The approval's id (a unique prefix works).
     pub id: String,
-    /// Why (deny only).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DenyArgs {
+    /// The approval's id (a unique prefix works).
+    pub id: String,
+    /// Why; the agent is told.
     #[arg(long)]
     pub reason: Option<String>,
     #[arg(long)]

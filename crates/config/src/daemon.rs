@@ -83,8 +83,12 @@ pub(crate) fn resolve(
         ("daemon.question_ttl_secs", question_ttl_secs),
         ("daemon.request_timeout_secs", request_timeout_secs),
     ] {
-        if value == 0 {
-            return Err(invalid(key, "must be at least 1".into()));
+        // 30 days: longer waits are almost certainly a unit mistake.
+        if !(1..=2_592_000).contains(&value) {
+            return Err(invalid(
+                key,
+                "must be between 1 and 2592000 (30 days)".into(),
+            ));
         }
     }
     Ok(DaemonConfig {

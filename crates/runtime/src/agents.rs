@@ -167,6 +167,14 @@ impl Runtime {
     /// directory under `$REEF_HOME/agents`.
     pub async fn destroy_agent(&self, name: &str, purge: bool) -> Result<(), RuntimeError> {
         let agent = self.agent(name).await?;
+        if !agent.state.is_final() {
+            // Not running any more before the worker stops, so a concurrent wake starts
+            // nothing for an agent about to disappear.
+            self.inner
+                .store
+                .transition_agent(&agent.id, AgentState::Terminated, "destroyed")
+                .await?;
+        }
         self.stop_worker(&agent.id).await;
         // Whoever waits for a reply from this agent is told not to.
         for item in self

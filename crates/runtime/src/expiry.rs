@@ -39,6 +39,10 @@ impl Runtime {
         let due = self.store().due_pending(now_unix()).await?;
         let mut expired = 0;
         for item in due {
+            if self.inner.in_flight.contains(&item.id) {
+                // Approved and running: its result resolves it.
+                continue;
+            }
             match self.resolve(&item.id, PendingStatus::Expired, None).await {
                 Ok(_) => expired += 1,
                 // Answered between the query and now: nothing to expire.

@@ -36,11 +36,21 @@ impl Tool for ApprovalGate {
             return self.inner.call(ctx, args).await;
         };
         let (runtime, me) = self.ctx.me().await?;
-        let key = self.ctx.next_key(ctx);
+        let tool = self.inner.spec().name;
+        let key = self.ctx.next_key(ctx, &tool, &args);
         let item = runtime
-            .request_approval(&me, &self.inner.spec().name, &args, &line, &pattern, &key)
+            .request_approval(&me, &tool, &args, &line, &pattern, &key)
             .await
             .map_err(|e| ToolError::Failed(e.to_string()))?;
+        if item.status != reef_store::PendingStatus::Pending {
+            // The same command was asked for by an earlier attempt at this message.
+            return Ok(format!(
+                "`{line}` was already put to the operator by an earlier attempt (id {}): {}. {}",
+                item.id,
+                item.status.as_str(),
+                item.answer.as_deref().unwrap_or("")
+            ));
+        }
         Ok(format!(
             "NOT RUN: `{command}` matches the dangerous pattern `{pattern}`, so the whole \
              command waits for the operator's approval (id {}). If approved it runs and its \

@@ -192,10 +192,11 @@ impl Runtime {
 
     /// Wakes the agent's worker, starting it if it has none.
     pub(crate) fn wake(&self, agent: &AgentId) {
+        let mut workers = lock(&self.inner.workers);
+        // Checked under the lock that `shutdown` drains, so no worker starts after it.
         if *self.inner.shutdown.borrow() {
             return;
         }
-        let mut workers = lock(&self.inner.workers);
         if let Some(worker) = workers.get(agent)
             && !worker.task.is_finished()
         {

@@ -51,6 +51,14 @@ impl Runtime {
         reply_within: Option<u64>,
     ) -> Result<Sent, RuntimeError> {
         check_text("text", text)?;
+        if let Some(secs) = reply_within
+            && !(1..=crate::questions::MAX_TTL_SECS).contains(&secs)
+        {
+            return Err(RuntimeError::invalid(
+                "timeout_secs",
+                format!("must be between 1 and {}", crate::questions::MAX_TTL_SECS),
+            ));
+        }
         let target = self.agent(to).await?;
         if target.state.is_final() {
             return Err(RuntimeError::Conflict(format!(
@@ -95,7 +103,10 @@ impl Runtime {
                         },
                         target_id: Some(target.id.clone()),
                         payload: json!({"from": from.name(), "to": target.name, "text": text}),
-                        expires_at: Some(crate::expiry::now_unix().saturating_add(secs as i64)),
+                        expires_at: Some(
+                            crate::expiry::now_unix()
+                                .saturating_add(secs.try_into().unwrap_or(i64::MAX)),
+                        ),
                         letter: Some(letter),
                         followup_request: None,
                     })
@@ -121,6 +132,27 @@ impl Runtime {
         key: &str,
     ) -> Result<u64, RuntimeError> {
         check_text("text", text)?;
+        if let Sender::Agent(agent) = &from {
+            if room == crate::agents::ROOM_CONTROL {
+                return Err(RuntimeError::Denied(format!(
+                    "only the operator posts to {room}; agent `{}` may not",
+                    agent.name
+                )));
+            }
+            let member = self
+                .inner
+                .store
+                .list_rooms()
+                .await?
+                .into_iter()
+                .any(|r| r.name == room && r.members.contains(&agent.name));
+            if !member {
+                return Err(RuntimeError::Denied(format!(
+                    "agent `{}` is not a member of {room}",
+                    agent.name
+                )));
+            }
+        }
         let from_id = match from {
             Sender::Agent(a) => Some(a.id.clone()),
             Sender::Operator => None,
@@ -180,13 +212,18 @@ impl Runtime {
 /// A pending id: `PREFIX_` and 16 hex digits. Derived from the idempotency key, so the same
 /// request retried maps to the same item.
 pub(crate) fn pending_id(prefix: &str, key: &str, scope: &reef_core::AgentId) -> String {
-    // FNV-1a over scope and key: stable across processes and versions.
+    format!("{prefix}_{:016x}", fnv64(&format!("{scope}\0{key}")))
+}
+
+/// FNV-1a, 64 bits: a hash that is stable across processes and versions (ids and keys that
+/// must come out the same after a restart).
+pub(crate) fn fnv64(text: &str) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in scope.as_str().bytes().chain([0]).chain(key.bytes()) {
+    for byte in text.bytes() {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    format!("{prefix}_{hash:016x}")
+    hash
 }
 
 pub(crate) fn check_text(field: &str, text: &str) -> Result<(), RuntimeError> {

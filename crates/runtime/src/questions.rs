@@ -18,6 +18,13 @@ pub const MAX_TTL_SECS: u64 = 30 * 86_400;
 #[derive(Default)]
 pub(crate) struct InFlight(Mutex<HashSet<String>>);
 
+impl InFlight {
+    /// Whether the approval is being carried out (it must not expire or be cancelled now).
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        lock(&self.0).contains(id)
+    }
+}
+
 impl Runtime {
     /// Records a question for the operator and returns it at once; the answer arrives later
     /// in the asker's inbox.
@@ -54,7 +61,7 @@ impl Runtime {
                 agent_id: Some(asker.id.clone()),
                 target_id: None,
                 payload: json!({"question": question, "options": options, "agent": asker.name}),
-                expires_at: Some(now_unix().saturating_add(ttl as i64)),
+                expires_at: Some(now_unix().saturating_add(ttl.try_into().unwrap_or(i64::MAX))),
                 letter: None,
                 followup_request,
             })
@@ -88,7 +95,14 @@ impl Runtime {
                 payload: json!({"tool": tool, "arguments": arguments, "command": command,
                                 "pattern": pattern, "agent": asker.name}),
                 expires_at: Some(
-                    now_unix().saturating_add(self.inner.config.daemon.question_ttl_secs as i64),
+                    now_unix().saturating_add(
+                        self.inner
+                            .config
+                            .daemon
+                            .question_ttl_secs
+                            .try_into()
+                            .unwrap_or(i64::MAX),
+                    ),
                 ),
                 letter: None,
                 followup_request: None,
@@ -209,6 +223,12 @@ impl Runtime {
     /// Withdraws a question, approval or request; whoever waits is told.
     pub async fn cancel(&self, id: &str) -> Result<PendingItem, RuntimeError> {
         let item = self.inner.store.get_pending(id).await?;
+        if self.inner.in_flight.contains(&item.id) {
+            return Err(RuntimeError::Conflict(format!(
+                "approval {} is running right now; it can no longer be cancelled",
+                item.id
+            )));
+        }
         self.resolve(&item.id, PendingStatus::Cancelled, None).await
     }
 

@@ -53,19 +53,25 @@ pub(crate) struct Current {
     pub inbox_id: u64,
     /// The request the message carries, if any.
     pub request_id: Option<String>,
-    pub actions: u32,
+    /// How many times each distinct action (tool + arguments) was taken so far.
+    pub actions: std::collections::HashMap<u64, u32>,
     pub questions: Vec<String>,
 }
 
 impl AgentCtx {
-    /// A key unique to this action of this message's processing, the same when the message
-    /// is processed again.
-    pub(crate) fn next_key(&self, call: &ToolContext) -> String {
+    /// The idempotency key of an action taken while processing the current message: the
+    /// message, what the action is (`tool` and its canonical `args`) and how many identical
+    /// actions came before it in this attempt. Processing the message again after a crash
+    /// gives the same action the same key (so it is not delivered twice), while a different
+    /// action — or the same one taken once more — gets a new key.
+    pub(crate) fn next_key(&self, call: &ToolContext, tool: &str, args: &Value) -> String {
         let mut current = lock(&self.current);
         match current.as_mut() {
             Some(c) => {
-                let key = format!("{}:{}:{}", self.agent, c.inbox_id, c.actions);
-                c.actions += 1;
+                let what = crate::messaging::fnv64(&format!("{tool}\0{args}"));
+                let n = c.actions.entry(what).or_insert(0);
+                let key = format!("{}:{}:{what:016x}:{n}", self.agent, c.inbox_id);
+                *n += 1;
                 key
             }
             None => format!("{}:call:{}", self.agent, call.call_id),
@@ -220,10 +226,11 @@ impl Tool for RuntimeTool {
 
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<String, ToolError> {
         let (runtime, me) = self.ctx.me().await?;
+        let raw = args.clone();
         match self.kind {
             Kind::MessageAgent => {
                 let a: MessageArgs = parse(args)?;
-                let key = self.ctx.next_key(ctx);
+                let key = self.ctx.next_key(ctx, "message_agent", &raw);
                 let wait = a.expect_reply.then(|| {
                     a.timeout_secs
                         .unwrap_or(runtime.config().daemon.request_timeout_secs)
@@ -232,17 +239,21 @@ impl Tool for RuntimeTool {
                     .send_message(&a.to, Sender::Agent(&me), &a.text, &key, wait)
                     .await
                     .map_err(failed)?;
-                Ok(match sent.request_id {
-                    Some(id) => format!(
+                Ok(match (sent.duplicate, sent.request_id) {
+                    (true, _) => format!(
+                        "already sent to {} by an earlier attempt at this message; not sent again",
+                        a.to
+                    ),
+                    (false, Some(id)) => format!(
                         "sent to {} as request {id}; the reply will arrive in your inbox",
                         a.to
                     ),
-                    None => format!("sent to {}", a.to),
+                    (false, None) => format!("sent to {}", a.to),
                 })
             }
             Kind::Broadcast => {
                 let a: BroadcastArgs = parse(args)?;
-                let key = self.ctx.next_key(ctx);
+                let key = self.ctx.next_key(ctx, "broadcast", &raw);
                 let n = runtime
                     .post_to_room(&a.room, Sender::Agent(&me), &a.text, &key)
                     .await
@@ -251,7 +262,7 @@ impl Tool for RuntimeTool {
             }
             Kind::AskOperator => {
                 let a: AskArgs = parse(args)?;
-                let key = self.ctx.next_key(ctx);
+                let key = self.ctx.next_key(ctx, "ask_operator", &raw);
                 // A reply owed for the message in hand waits for the operator's answer.
                 let owed = lock(&self.ctx.current)
                     .as_ref()

@@ -24,6 +24,9 @@ const EVENT_OUTPUT_CHARS: usize = 2000;
 /// error) before it is given up; between attempts the agent waits 1, 2, 4, … s (at most 60).
 const MAX_ATTEMPTS: u32 = 5;
 
+/// Wait before trying again after the store failed (busy, disk full).
+const STORE_RETRY: Duration = Duration::from_secs(1);
+
 pub(crate) struct WorkerHandle {
     pub wake: Arc<Notify>,
     stop: watch::Sender<bool>,
@@ -114,7 +117,7 @@ impl Worker {
                 Ok(None) => return Next::Stop,
                 Err(err) => {
                     tracing::warn!(agent = %self.agent, error = %err, "cannot read the agent");
-                    return Next::Idle;
+                    return Next::Backoff(STORE_RETRY);
                 }
             };
             if record.state != AgentState::Running {
@@ -134,7 +137,7 @@ impl Worker {
                 Ok(remaining) => remaining,
                 Err(err) => {
                     tracing::warn!(agent = %record.name, error = %err, "cannot read usage");
-                    return Next::Idle;
+                    return Next::Backoff(STORE_RETRY);
                 }
             };
             let turns = rt.inner.turns.clone();
@@ -150,7 +153,7 @@ impl Worker {
                 Ok(None) => return Next::Idle,
                 Err(err) => {
                     tracing::warn!(agent = %record.name, error = %err, "cannot claim a message");
-                    return Next::Idle;
+                    return Next::Backoff(STORE_RETRY);
                 }
             };
             rt.bus().poke();
@@ -172,8 +175,13 @@ impl Worker {
     ) -> Next {
         let store = rt.store().clone();
         if let Err(err) = self.prepare(rt, record, remaining).await {
-            // The agent cannot run (a model removed from config, …): the message waits.
             let _ = store.release_message(message.id).await;
+            if let RuntimeError::Store(_) = err {
+                // Transient: the message waits and the worker tries again shortly.
+                tracing::warn!(agent = %record.name, error = %err, "cannot prepare a turn");
+                return Next::Backoff(STORE_RETRY);
+            }
+            // The agent cannot run (a model removed from config, …): the message waits.
             let reason = format!("cannot start a turn: {err}");
             let _ = store
                 .transition_agent(&record.id, AgentState::Failed, &reason)
@@ -194,7 +202,7 @@ impl Worker {
         *lock(&self.ctx.current) = Some(Current {
             inbox_id: message.id,
             request_id: message.request_id.clone(),
-            actions: 0,
+            actions: std::collections::HashMap::new(),
             questions: Vec::new(),
         });
         let _ = store
@@ -325,12 +333,22 @@ async fn finish(
         rt.bus().poke();
         return;
     }
-    let answer = match &outcome {
-        TurnOutcome::Completed { text } if !text.trim().is_empty() => text.clone(),
-        TurnOutcome::Completed { .. } => "(finished without a text answer)".to_owned(),
-        other => format!("(no answer: {})", describe(other)),
+    let finished = match &outcome {
+        TurnOutcome::Completed { text } => {
+            let answer = if text.trim().is_empty() {
+                "(finished without a text answer)".to_owned()
+            } else {
+                text.clone()
+            };
+            store.complete_message(message.id, Some(answer)).await
+        }
+        // No answer: a request on the message is cancelled with the reason.
+        other => {
+            let reason = format!("{} {}", record.name, describe(other));
+            store.abandon_message(message.id, &reason).await
+        }
     };
-    match store.complete_message(message.id, Some(answer)).await {
+    match finished {
         Ok(Some(asker)) => rt.wake(&asker),
         Ok(None) => {}
         Err(err) => {
@@ -410,7 +428,11 @@ async fn tell_parent(rt: &Runtime, record: &AgentRecord, text: &str, inbox_id: u
     let Some(parent) = &record.parent else {
         return;
     };
-    let key = format!("notice:{}:{inbox_id}:{}", record.id, text.len());
+    let key = format!(
+        "notice:{}:{inbox_id}:{:016x}",
+        record.id,
+        crate::messaging::fnv64(text)
+    );
     match rt.store().deliver(parent, &record.name, text, &key).await {
         Ok(_) => rt.wake(parent),
         Err(err) => tracing::warn!(agent = %record.name, error = %err, "cannot tell the parent"),

@@ -39,6 +39,8 @@ pub struct AllQuery {
 #[serde(deny_unknown_fields)]
 pub struct EventsQuery {
     pub after: Option<u64>,
+    /// Only the newest N events (before the kind filter).
+    pub last: Option<usize>,
     pub agent: Option<String>,
     pub kind: Option<String>,
     pub limit: Option<usize>,
@@ -382,6 +384,19 @@ pub async fn events(
 ) -> Api<Vec<EventView>> {
     let filter = crate::sse::filter(&s, q.agent.as_deref(), q.kind.as_deref()).await?;
     let limit = q.limit.unwrap_or(1000).min(10_000);
+    if let Some(n) = q.last {
+        let tail = s
+            .runtime
+            .store()
+            .events_tail(filter.agent.as_ref(), n.min(10_000))
+            .await?;
+        return Ok(Json(
+            tail.into_iter()
+                .filter(|e| filter.matches(e))
+                .map(EventView::from)
+                .collect(),
+        ));
+    }
     let mut out = Vec::new();
     let mut after = q.after.unwrap_or(0);
     // Read in pages so a kind filter still returns up to `limit` matches.

@@ -248,11 +248,27 @@ impl Store {
             let now = db.clock.now();
             tx.prepare_cached("DELETE FROM agents WHERE id = ?1")?
                 .execute(params![id.as_str()])?;
-            tx.prepare_cached(
-                "UPDATE pending SET status = 'cancelled', resolved_at = ?1
-                 WHERE status = 'pending' AND (agent_id = ?2 OR target_id = ?2)",
-            )?
-            .execute(params![now, id.as_str()])?;
+            // What it waited for, or was asked, closes with an event like any other.
+            let open: Vec<(String, String)> = tx
+                .prepare_cached(
+                    "SELECT id, kind FROM pending
+                     WHERE status = 'pending' AND (agent_id = ?1 OR target_id = ?1)",
+                )?
+                .query_map(params![id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            for (item, kind) in open {
+                tx.prepare_cached(
+                    "UPDATE pending SET status = 'cancelled', resolved_at = ?1 WHERE id = ?2",
+                )?
+                .execute(params![now, item])?;
+                insert_event(
+                    &tx,
+                    &now,
+                    &format!("{kind}.cancelled"),
+                    Some(&id),
+                    &json!({"id": item, "answer": null, "by": "destroyed"}),
+                )?;
+            }
             if let (true, Some(session)) = (purge, &agent.session) {
                 tx.prepare_cached("DELETE FROM sessions WHERE id = ?1")?
                     .execute(params![session.as_str()])?;

@@ -113,6 +113,39 @@ impl Store {
         .await
     }
 
+    /// The newest `n` events (only `agent`'s when given), oldest first.
+    pub async fn events_tail(
+        &self,
+        agent: Option<&AgentId>,
+        n: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let agent = agent.cloned();
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        let query_agent = agent.clone();
+        let first: Option<i64> = self
+            .run(move |db| {
+                let agent = query_agent;
+                Ok(db
+                    .conn
+                    .prepare_cached(
+                        "SELECT MIN(seq) FROM (SELECT seq FROM events
+                         WHERE (?1 IS NULL OR agent_id = ?1) ORDER BY seq DESC LIMIT ?2)",
+                    )?
+                    .query_row(params![agent.as_ref().map(AgentId::as_str), n], |r| {
+                        r.get(0)
+                    })?)
+            })
+            .await?;
+        match first {
+            Some(first) => {
+                let after = from_sql_int(first, "event seq")?.saturating_sub(1);
+                let limit = usize::try_from(n).unwrap_or(usize::MAX);
+                self.events_after(after, agent.as_ref(), limit).await
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// The position of the newest event (0 when the history is empty).
     pub async fn last_event_seq(&self) -> Result<u64, StoreError> {
         self.run(|db| {

@@ -201,6 +201,26 @@ impl Store {
         id: u64,
         answer: Option<String>,
     ) -> Result<Option<AgentId>, StoreError> {
+        self.finish_with(id, answer.map(|a| (PendingStatus::Answered, a)))
+            .await
+    }
+
+    /// Marks a claimed message done whose turn could not produce an answer: its request, if
+    /// still open, is cancelled with `reason` and the requester told, in the same transaction.
+    pub async fn abandon_message(
+        &self,
+        id: u64,
+        reason: &str,
+    ) -> Result<Option<AgentId>, StoreError> {
+        self.finish_with(id, Some((PendingStatus::Cancelled, reason.to_owned())))
+            .await
+    }
+
+    async fn finish_with(
+        &self,
+        id: u64,
+        resolution: Option<(PendingStatus, String)>,
+    ) -> Result<Option<AgentId>, StoreError> {
         self.run(move |db| {
             let tx = db
                 .conn
@@ -229,17 +249,12 @@ impl Store {
             };
             // A request already resolved (expired, cancelled) gets no second answer.
             let mut told = None;
-            if let (true, Some(request), Some(answer)) = (open, message.request_id, answer) {
+            if let (true, Some(request), Some((status, text))) =
+                (open, message.request_id, resolution)
+            {
                 let replier = agent_name(&tx, &message.agent_id)?;
-                told = resolve_in(
-                    &tx,
-                    &now,
-                    &request,
-                    PendingStatus::Answered,
-                    Some(&answer),
-                    Some(&replier),
-                )?
-                .agent_id;
+                told =
+                    resolve_in(&tx, &now, &request, status, Some(&text), Some(&replier))?.agent_id;
             }
             tx.commit()?;
             Ok(told)

@@ -182,10 +182,18 @@ impl Store {
                     "pending item {prefix}; `reef questions` lists them"
                 ))),
                 1 => found.remove(0).decode(),
-                _ => Err(StoreError::Ambiguous {
-                    prefix,
-                    matches: found.len(),
-                }),
+                _ => {
+                    let matches: i64 = db
+                        .conn
+                        .prepare_cached(
+                            "SELECT COUNT(*) FROM pending WHERE id LIKE ?1 || '%' ESCAPE '\\'",
+                        )?
+                        .query_row(params![escaped], |r| r.get(0))?;
+                    Err(StoreError::Ambiguous {
+                        prefix,
+                        matches: usize::try_from(matches).unwrap_or(usize::MAX),
+                    })
+                }
             }
         })
         .await
@@ -342,7 +350,10 @@ fn notice(item: &PendingItem) -> String {
         (PendingStatus::Expired, _) => {
             format!("No answer to {what}: it expired without one. Decide without it.")
         }
-        (PendingStatus::Cancelled, _) => format!("{what} was cancelled; do not wait for it."),
+        (PendingStatus::Cancelled, Some(reason)) => {
+            format!("{what} was cancelled ({reason}); do not wait for it.")
+        }
+        (PendingStatus::Cancelled, None) => format!("{what} was cancelled; do not wait for it."),
         _ => format!("{what} is now {}.", item.status.as_str()),
     }
 }

@@ -2,7 +2,9 @@
 //! `deny`. Each prints a short human line or, with `--json`, the daemon's JSON.
 
 use crate::cmd::client::{Client, segment};
-use crate::daemon_args::{AgentCommand, AnswerArgs, DecideArgs, QuestionsArgs, SendArgs};
+use crate::daemon_args::{
+    AgentCommand, AnswerArgs, ApproveArgs, DenyArgs, QuestionsArgs, SendArgs,
+};
 use crate::exit::{self, Exit};
 use crate::home;
 use serde_json::{Value, json};
@@ -89,10 +91,9 @@ pub async fn agent(overrides: &[String], command: AgentCommand) -> anyhow::Resul
         }
         AgentCommand::Logs { name, tail, json } => {
             let events = c
-                .get(&format!("/v1/events?agent={}&limit=10000", segment(&name)))
+                .get(&format!("/v1/events?agent={}&last={tail}", segment(&name)))
                 .await?;
-            let list = events.as_array().cloned().unwrap_or_default();
-            let tail: Vec<Value> = list[list.len().saturating_sub(tail)..].to_vec();
+            let tail: Vec<Value> = events.as_array().cloned().unwrap_or_default();
             if json {
                 print_json(&Value::Array(tail));
             } else {
@@ -165,6 +166,7 @@ pub async fn agent(overrides: &[String], command: AgentCommand) -> anyhow::Resul
 pub async fn send(overrides: &[String], args: SendArgs) -> anyhow::Result<u8> {
     let c = client(overrides)?;
     let body = json!({"text": args.text, "expect_reply": args.wait, "timeout_secs": args.timeout});
+    // Without --timeout the daemon's request_timeout_secs applies (null is "not given").
     let sent = c
         .post(
             &format!("/v1/agents/{}/messages", segment(&args.agent)),
@@ -195,9 +197,17 @@ pub async fn send(overrides: &[String], args: SendArgs) -> anyhow::Result<u8> {
                 return Ok(exit::OK);
             }
             other => {
+                let reason = item
+                    .get("answer")
+                    .and_then(Value::as_str)
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default();
                 return Err(anyhow::Error::new(Exit {
                     code: exit::RUNTIME,
-                    message: format!("no reply from {}: the request {other}", args.agent),
+                    message: format!(
+                        "no reply from {}: the request was {other}{reason}",
+                        args.agent
+                    ),
                 }));
             }
         }
@@ -263,15 +273,26 @@ pub async fn answer(overrides: &[String], args: AnswerArgs) -> anyhow::Result<u8
     Ok(exit::OK)
 }
 
-pub async fn decide(overrides: &[String], args: DecideArgs, approve: bool) -> anyhow::Result<u8> {
+pub async fn approve(overrides: &[String], args: ApproveArgs) -> anyhow::Result<u8> {
     let c = client(overrides)?;
-    let path = format!(
-        "/v1/questions/{}/{}",
-        segment(&args.id),
-        if approve { "approve" } else { "deny" }
-    );
-    let body = (!approve).then(|| json!({"reason": args.reason}));
-    let item = c.post(&path, body).await?;
+    let item = c
+        .post(
+            &format!("/v1/questions/{}/approve", segment(&args.id)),
+            None,
+        )
+        .await?;
+    report(&item, args.json);
+    Ok(exit::OK)
+}
+
+pub async fn deny(overrides: &[String], args: DenyArgs) -> anyhow::Result<u8> {
+    let c = client(overrides)?;
+    let item = c
+        .post(
+            &format!("/v1/questions/{}/deny", segment(&args.id)),
+            Some(json!({"reason": args.reason})),
+        )
+        .await?;
     report(&item, args.json);
     Ok(exit::OK)
 }

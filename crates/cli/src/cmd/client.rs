@@ -16,9 +16,21 @@ pub struct Client {
 
 impl Client {
     pub fn connect(config: &Config) -> anyhow::Result<Client> {
-        let addr = std::fs::read_to_string(config.home.join("reef.addr"))
-            .map(|a| a.trim().to_owned())
-            .unwrap_or_else(|_| config.daemon.listen.to_string());
+        let addr = match std::fs::read_to_string(config.home.join("reef.addr")) {
+            Ok(addr) => {
+                // A daemon killed without cleaning up leaves its address behind; whatever
+                // listens there now must not be sent the token.
+                if !daemon_alive(&config.home.join("reef.pid")) {
+                    return Err(Exit::usage(format!(
+                        "the reef daemon for {} is not running (its address file is stale); \
+                         start it with `reef serve`",
+                        config.home.display()
+                    )));
+                }
+                addr.trim().to_owned()
+            }
+            Err(_) => config.daemon.listen.to_string(),
+        };
         let token_path = config.home.join("api-token");
         let token = std::fs::read_to_string(&token_path)
             .map(|t| t.trim().to_owned())
@@ -94,7 +106,7 @@ impl Client {
             .and_then(Value::as_str)
             .map_or_else(|| format!("the daemon answered {status}"), str::to_owned);
         let code = match status.as_u16() {
-            400 | 404 => exit::USAGE,
+            400 | 401 | 404 => exit::USAGE,
             _ => exit::RUNTIME,
         };
         Err(anyhow::Error::new(Exit { code, message }))
@@ -112,4 +124,13 @@ pub fn segment(text: &str) -> String {
         }
     }
     out
+}
+
+/// Whether the pid in `reef.pid` is a live reef process.
+fn daemon_alive(pid_file: &std::path::Path) -> bool {
+    std::fs::read_to_string(pid_file)
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+        .and_then(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
+        .is_some_and(|cmdline| String::from_utf8_lossy(&cmdline).contains("reef"))
 }

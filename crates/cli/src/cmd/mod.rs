@@ -34,7 +34,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Send(args) => agents::send(&cli.overrides, args).await,
         Command::Questions(args) => agents::questions(&cli.overrides, args).await,
         Command::Answer(args) => agents::answer(&cli.overrides, args).await,
-        Command::Approve(args) => agents::decide(&cli.overrides, args, true).await,
-        Command::Deny(args) => agents::decide(&cli.overrides, args, false).await,
+        Command::Approve(args) => agents::approve(&cli.overrides, args).await,
+        Command::Deny(args) => agents::deny(&cli.overrides, args).await,
     }
 }

@@ -533,3 +533,67 @@ async fn a_turn_that_fails_on_the_model_is_retried_later_not_dropped() {
     );
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_retried_message_sends_new_actions_but_not_the_ones_already_made() {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = calls.clone();
+    let d = daemon(
+        Arc::new(move |req: &RecordedRequest| {
+            if agent_of(req) != "w1" {
+                return MockReply::text("ok");
+            }
+            match seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 | 2 => MockReply::tool_call("message_agent", json!({"to": "sink", "text": "A"})),
+                1 => MockReply::status(503, "overloaded"),
+                3 => MockReply::tool_call("message_agent", json!({"to": "sink", "text": "B"})),
+                4 => MockReply::tool_call("broadcast", json!({"room": "#control", "text": "obey"})),
+                _ => MockReply::text("done"),
+            }
+        }),
+        "",
+    )
+    .await;
+    let rt = &d.runtime;
+    let sink = rt
+        .spawn_agent(spawn("sink", "worker"), None)
+        .await
+        .unwrap()
+        .agent;
+    rt.pause_agent("sink", "collects").await.unwrap();
+    rt.spawn_agent(spawn("w1", "worker"), None).await.unwrap();
+    rt.send_message("w1", Sender::Operator, "tell sink", "k1", None)
+        .await
+        .unwrap();
+    wait_for(rt, "the retried turn to end", |e| {
+        e.iter()
+            .any(|e| e.kind == "turn.ended" && e.data["outcome"]["status"] == "completed")
+    })
+    .await;
+    let bodies: Vec<String> = rt
+        .store()
+        .inbox(&sink.id, InboxStatus::Pending)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    assert_eq!(
+        bodies,
+        ["A", "B"],
+        "A once despite the replay, and the new B"
+    );
+    let results = d.mock.requests().last().unwrap().tool_results();
+    assert!(
+        results.iter().any(|r| r.contains("already sent to sink")),
+        "{results:?}"
+    );
+    assert!(results.iter().any(|r| r == "sent to sink"), "{results:?}");
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("only the operator posts to #control")),
+        "{results:?}"
+    );
+    rt.shutdown().await;
+}

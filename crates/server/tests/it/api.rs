@@ -217,6 +217,25 @@ async fn bad_requests_name_the_field_and_the_lifecycle_is_enforced() {
             "agent.state_changed"
         ]
     );
+    let (_, tail) = api.call("GET", "/v1/events?agent=w&last=2", None).await;
+    let seqs: Vec<u64> = tail
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    let all: Vec<u64> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs.len(), 2);
+    assert_eq!(
+        *seqs.last().unwrap(),
+        *all.last().unwrap(),
+        "the newest, oldest first"
+    );
     let (status, _) = api.call("DELETE", "/v1/agents/w?purge=true", None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (status, _) = api.call("GET", "/v1/agents/w", None).await;
