@@ -121,6 +121,8 @@ async fn engine(tools: Arc<ToolRegistry>, tool: &str, args: &Value, n: usize) ->
         persona: None,
         token_budget: None,
         loop_limit: 0,
+        cost_budget_micros: None,
+        prices: std::sync::Arc::new(reef_llm::Prices::defaults()),
     };
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {

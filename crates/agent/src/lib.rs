@@ -20,7 +20,7 @@ pub use reef_sandbox::{HelperCommand, SandboxPolicy};
 pub use reef_tools::ToolRegistry;
 pub use session::{Session, SessionOptions};
 pub use setup::{
-    DISABLED_WARNING, builtin_registry, builtin_tools, fallback_warning, model_client,
-    policy_from_config, provider_settings, sandbox_policy, session_options,
+    DISABLED_WARNING, builtin_registry, builtin_tools, default_model, fallback_warning,
+    model_client, policy_from_config, prices, provider_settings, sandbox_policy, session_options,
 };
 pub use textcalls::parse_text_tool_calls;

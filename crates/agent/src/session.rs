@@ -33,6 +33,11 @@ pub struct SessionOptions {
     /// The same tool call (name and arguments) this many times in one turn stops it with
     /// `LoopDetected`; 0 turns loop detection off.
     pub loop_limit: u32,
+    /// Millionths of a US dollar this turn may spend before it stops with `CostExceeded`;
+    /// `None` is unlimited.
+    pub cost_budget_micros: Option<u64>,
+    /// Prices that turn each request's usage into a cost.
+    pub prices: Arc<reef_llm::Prices>,
 }
 
 /// Progress of the turn in flight, kept on the session so an interrupted turn can still report it.
@@ -40,6 +45,8 @@ pub struct SessionOptions {
 pub(crate) struct TurnState {
     pub rounds: u32,
     pub usage: Usage,
+    /// Millionths of a US dollar spent by the turn so far (priced requests only).
+    pub cost_micros: u64,
 }
 
 /// A conversation with one agent. Every message is written to the store before it is used.

@@ -140,5 +140,47 @@ pub fn session_options(config: &Config, workspace: PathBuf) -> SessionOptions {
         persona: None,
         token_budget: None,
         loop_limit: config.agent.loop_limit,
+        cost_budget_micros: None,
+        prices: prices(config),
     }
+}
+
+/// The built-in prices with `[prices]` from config laid over them.
+pub fn prices(config: &Config) -> Arc<reef_llm::Prices> {
+    let mut prices = reef_llm::Prices::defaults();
+    for (model, p) in &config.prices {
+        prices.set(
+            model,
+            reef_llm::Price {
+                input: p.input,
+                output: p.output,
+                cached_input: p.cached_input,
+            },
+        );
+    }
+    Arc::new(prices)
+}
+
+/// The model client for `[model] default`: the one provider, or a failover chain over
+/// several (each member with its own retries; see `reef_llm::FailoverClient`).
+pub fn default_model(config: &Config) -> Result<Arc<dyn ModelClient>, AgentError> {
+    let first = config
+        .provider()
+        .map_err(|e| AgentError::Setup(e.to_string()))?;
+    if config.model_chain.len() <= 1 {
+        return model_client(first);
+    }
+    let mut members = Vec::with_capacity(config.model_chain.len());
+    for name in &config.model_chain {
+        let provider = config.providers.get(name).ok_or_else(|| {
+            AgentError::Setup(format!(
+                "model.default names `{name}`, which is not configured"
+            ))
+        })?;
+        members.push(model_client(provider)?);
+    }
+    Ok(Arc::new(reef_llm::FailoverClient::new(
+        members,
+        Duration::from_secs(config.failover_cooldown_secs),
+    )))
 }

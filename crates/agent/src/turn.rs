@@ -85,7 +85,16 @@ impl Session {
             let response = self.model.complete(&request, &on_event).await?;
 
             self.turn.usage.add(&response.usage);
-            let provider = self.model.provider().to_owned();
+            // The member of a failover chain that answered, else the client itself.
+            let provider = response
+                .served_by
+                .clone()
+                .unwrap_or_else(|| self.model.provider().to_owned());
+            let cost_micros = self
+                .opts
+                .prices
+                .cost_micros(&response.model, &response.usage);
+            self.turn.cost_micros += cost_micros.unwrap_or(0);
             self.store
                 .record_usage(
                     &self.id,
@@ -94,6 +103,7 @@ impl Session {
                         model: response.model.clone(),
                         usage: response.usage,
                         round: self.turn.rounds,
+                        cost_micros,
                     },
                 )
                 .await?;
@@ -101,6 +111,7 @@ impl Session {
                 provider,
                 model: response.model.clone(),
                 usage: response.usage,
+                cost_micros,
             });
             let used = self.turn.usage.input_tokens + self.turn.usage.output_tokens;
 
@@ -121,6 +132,14 @@ impl Session {
             {
                 // The calls stay unanswered; the next context answers them with an error.
                 return Ok(TurnOutcome::BudgetExceeded { limit, used });
+            }
+            if let Some(limit) = self.opts.cost_budget_micros
+                && self.turn.cost_micros >= limit
+            {
+                return Ok(TurnOutcome::CostExceeded {
+                    limit_micros: limit,
+                    used_micros: self.turn.cost_micros,
+                });
             }
             if let Some((tool, repeats)) = repeated_call(&mut seen, &calls, self.opts.loop_limit) {
                 return Ok(TurnOutcome::LoopDetected { tool, repeats });

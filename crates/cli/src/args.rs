@@ -35,6 +35,8 @@ pub enum Command {
     Run(RunArgs),
     /// Talk with an agent interactively (slash commands: /quit /new /model /cost /help).
     Chat(ChatArgs),
+    /// Tokens and money spent, per agent, provider and model.
+    Cost(CostArgs),
     /// Inspect stored sessions and their transcripts.
     Sessions {
         #[command(subcommand)]
@@ -275,4 +277,42 @@ mod tests {
         };
         assert_eq!(args.command, ["sh", "-c", "exit 3"]);
     }
+}
+
+#[derive(Debug, Args)]
+pub struct CostArgs {
+    /// Only this daemon agent's requests.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Only requests in this last period: 30m, 24h, 7d.
+    #[arg(long, value_name = "PERIOD", value_parser = period_arg)]
+    pub since: Option<Duration>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn period_arg(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a period like 30m, 24h or 7d"))?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => {
+            return Err(format!(
+                "{text:?}: the unit must be s, m, h, d or w (e.g. 7d)"
+            ));
+        }
+    };
+    n.checked_mul(secs)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("{text:?} is too long"))
 }

@@ -113,6 +113,14 @@ impl Renderer {
                     TurnOutcome::BudgetExceeded { limit, used } => {
                         format!("stopped: used {used} of a {limit}-token budget")
                     }
+                    TurnOutcome::CostExceeded {
+                        limit_micros,
+                        used_micros,
+                    } => format!(
+                        "stopped: spent ${:.4} of a ${:.4} budget",
+                        *used_micros as f64 / 1e6,
+                        *limit_micros as f64 / 1e6
+                    ),
                     TurnOutcome::LoopDetected { tool, repeats } => {
                         format!(
                             "stopped: `{tool}` was called {repeats} times with the same arguments"

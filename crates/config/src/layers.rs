@@ -129,6 +129,9 @@ pub(crate) fn load(opts: &LoadOptions) -> Result<Merged, ConfigError> {
 
 fn defaults() -> Layer {
     let text = r#"
+[model]
+cooldown_secs = 30
+
 [agent]
 max_rounds = 25
 max_wall_secs = 1800
@@ -253,7 +256,12 @@ fn default_provider_name(
             .table
             .get("model")
             .and_then(|m| m.get("default"))
-            .and_then(|d| d.as_str())
+            .and_then(|d| match d {
+                toml::Value::String(name) => Some(name.as_str()),
+                // A failover chain: its first provider is the default.
+                toml::Value::Array(chain) => chain.first().and_then(|n| n.as_str()),
+                _ => None,
+            })
         {
             named = Some(name.to_owned());
         }

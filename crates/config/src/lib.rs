@@ -16,7 +16,7 @@ mod secrets;
 pub use daemon::{ApprovalsConfig, DaemonConfig};
 pub use error::ConfigError;
 pub use layers::{LoadOptions, Origin};
-pub use resolve::{AgentConfig, Config, ConfigEntry, ProviderConfig, ToolsConfig};
+pub use resolve::{AgentConfig, Config, ConfigEntry, PriceConfig, ProviderConfig, ToolsConfig};
 pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,
 };

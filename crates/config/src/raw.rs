@@ -16,6 +16,8 @@ pub(crate) struct ConfigToml {
     pub store: Option<StoreToml>,
     pub sandbox: Option<SandboxToml>,
     pub daemon: Option<crate::daemon::DaemonToml>,
+    #[serde(default)]
+    pub prices: BTreeMap<String, PriceToml>,
     pub approvals: Option<crate::daemon::ApprovalsToml>,
     #[serde(default)]
     pub secrets: BTreeMap<String, SecretToml>,
@@ -32,7 +34,24 @@ pub(crate) struct SecretToml {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ModelToml {
-    pub default: Option<String>,
+    pub default: Option<ModelDefault>,
+    pub cooldown_secs: Option<u64>,
+}
+
+/// `default = "main"` or a failover chain `default = ["main", "backup"]`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum ModelDefault {
+    One(String),
+    Chain(Vec<String>),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PriceToml {
+    pub input: Option<f64>,
+    pub output: Option<f64>,
+    pub cached_input: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -62,7 +62,14 @@ pub struct ConfigEntry {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub home: PathBuf,
+    /// The first provider of `model_chain`.
     pub default_provider: Option<String>,
+    /// `[model] default`: one provider, or a failover chain tried in order.
+    pub model_chain: Vec<String>,
+    /// `[model] cooldown_secs`: how long a provider that failed is skipped by the chain.
+    pub failover_cooldown_secs: u64,
+    /// `[prices."MODEL"]`: USD per million tokens, added to or replacing the built-in prices.
+    pub prices: BTreeMap<String, PriceConfig>,
     pub providers: BTreeMap<String, ProviderConfig>,
     pub agent: AgentConfig,
     pub tools: ToolsConfig,
@@ -109,28 +116,43 @@ impl Config {
             let resolved = resolve_provider(&name, p, &opts.env, &origin_of)?;
             providers.insert(name, resolved);
         }
-        let default_provider = match parsed.model.and_then(|m| m.default) {
-            Some(name) => {
-                if !providers.contains_key(&name) {
-                    let defined: Vec<&str> = providers.keys().map(String::as_str).collect();
-                    return Err(ConfigError::Invalid {
-                        origin: origin_of("model.default"),
-                        key: "model.default".into(),
-                        message: format!(
-                            "names provider `{name}`, but no [providers.{name}] is defined (defined: {})",
-                            if defined.is_empty() {
-                                "none".into()
-                            } else {
-                                defined.join(", ")
-                            }
-                        ),
-                    });
-                }
-                Some(name)
-            }
-            None if providers.len() == 1 => providers.keys().next().cloned(),
-            None => None,
+        let model = parsed.model.unwrap_or_default();
+        let failover_cooldown_secs = model.cooldown_secs.unwrap_or(30);
+        let default_given = model.default.is_some();
+        let model_chain: Vec<String> = match model.default {
+            Some(crate::raw::ModelDefault::One(name)) => vec![name],
+            Some(crate::raw::ModelDefault::Chain(chain)) => chain,
+            None if providers.len() == 1 => providers.keys().cloned().collect(),
+            None => Vec::new(),
         };
+        let invalid_default = |message: String| ConfigError::Invalid {
+            origin: origin_of("model.default"),
+            key: "model.default".into(),
+            message,
+        };
+        if model_chain.is_empty() && default_given {
+            return Err(invalid_default(
+                "is an empty list; name at least one provider".into(),
+            ));
+        }
+        for (i, name) in model_chain.iter().enumerate() {
+            if !providers.contains_key(name) {
+                let defined: Vec<&str> = providers.keys().map(String::as_str).collect();
+                return Err(invalid_default(format!(
+                    "names provider `{name}`, but no [providers.{name}] is defined (defined: {})",
+                    if defined.is_empty() {
+                        "none".into()
+                    } else {
+                        defined.join(", ")
+                    }
+                )));
+            }
+            if model_chain[..i].contains(name) {
+                return Err(invalid_default(format!("names provider `{name}` twice")));
+            }
+        }
+        let default_provider = model_chain.first().cloned();
+        let prices = resolve_prices(parsed.prices, &origin_of)?;
         if let Some(name) = &default_provider
             && let Some(key) = opts.env.get("REEF_API_KEY").filter(|k| !k.is_empty())
             && let Some(p) = providers.get_mut(name)
@@ -159,6 +181,9 @@ impl Config {
         let mut config = Config {
             home: opts.home.clone(),
             default_provider,
+            model_chain,
+            failover_cooldown_secs,
+            prices,
             providers,
             agent: AgentConfig {
                 max_rounds: agent.max_rounds.unwrap_or(25),
@@ -206,6 +231,50 @@ impl Config {
     pub fn entries(&self) -> &[ConfigEntry] {
         &self.entries
     }
+}
+
+/// A configured price: US dollars per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PriceConfig {
+    pub input: f64,
+    pub output: f64,
+    pub cached_input: Option<f64>,
+}
+
+fn resolve_prices(
+    raw: BTreeMap<String, crate::raw::PriceToml>,
+    origin_of: &dyn Fn(&str) -> String,
+) -> Result<BTreeMap<String, PriceConfig>, ConfigError> {
+    let mut out = BTreeMap::new();
+    for (model, p) in raw {
+        let check = |field: &str, value: Option<f64>| -> Result<Option<f64>, ConfigError> {
+            match value {
+                Some(v) if !(v.is_finite() && v >= 0.0) => Err(ConfigError::Invalid {
+                    origin: origin_of(&format!("prices.{model}")),
+                    key: format!("prices.{model}.{field}"),
+                    message: format!("{v} is not a price (US dollars per million tokens, >= 0)"),
+                }),
+                other => Ok(other),
+            }
+        };
+        let missing = |field: &str| ConfigError::Invalid {
+            origin: origin_of(&format!("prices.{model}")),
+            key: format!("prices.{model}.{field}"),
+            message: "is missing (US dollars per million tokens)".into(),
+        };
+        let input = check("input", p.input)?.ok_or_else(|| missing("input"))?;
+        let output = check("output", p.output)?.ok_or_else(|| missing("output"))?;
+        let cached_input = check("cached_input", p.cached_input)?;
+        out.insert(
+            model,
+            PriceConfig {
+                input,
+                output,
+                cached_input,
+            },
+        );
+    }
+    Ok(out)
 }
 
 fn resolve_provider(

@@ -66,6 +66,9 @@ pub struct ModelResponse {
     pub stop_reason: StopReason,
     /// The model name the provider reported serving (may differ from the one requested).
     pub model: String,
+    /// The configured provider that served the request, when it is not the client's own
+    /// `provider()` (a failover chain names the member that answered).
+    pub served_by: Option<String>,
 }
 
 /// Classes of model failure; `is_retryable` decides between retry/failover and giving up.

@@ -80,6 +80,9 @@ pub enum EventMsg {
         provider: String,
         model: String,
         usage: Usage,
+        /// What the request cost in millionths of a US dollar; `None` without a known price.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_micros: Option<u64>,
     },
     /// A problem that did not end the turn (a retry, a tool-call parse fallback, …).
     Warning {
@@ -110,6 +113,9 @@ pub enum TurnOutcome {
     TimedOut { limit_secs: u64 },
     /// The token budget of the turn (what was left of the agent's) ran out.
     BudgetExceeded { limit: u64, used: u64 },
+    /// The cost budget of the turn (what was left of the agent's), in millionths of a US
+    /// dollar, ran out.
+    CostExceeded { limit_micros: u64, used_micros: u64 },
     /// The model repeated the same tool call with the same arguments `repeats` times.
     LoopDetected { tool: String, repeats: u32 },
     /// The user interrupted the turn.

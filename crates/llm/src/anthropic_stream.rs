@@ -156,6 +156,7 @@ impl StreamState {
             tool_calls,
             usage: self.usage,
             model: self.model.unwrap_or_else(|| fallback_model.to_owned()),
+            served_by: None,
         }
     }
 }

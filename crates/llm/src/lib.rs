@@ -1,10 +1,13 @@
 //! reef-llm: model clients for reef: OpenAI chat completions and Anthropic Messages, streamed
-//! (SSE) or not, with retries, typed errors and provider-reported usage.
+//! (SSE) or not, with retries, typed errors and provider-reported usage; failover chains
+//! across providers; prices and the cost of a request.
 
 mod anthropic;
 mod anthropic_stream;
 mod client;
+mod cost;
 mod error;
+mod failover;
 mod http;
 mod openai;
 mod openai_stream;
@@ -15,7 +18,9 @@ mod wire;
 
 pub use anthropic::AnthropicClient;
 pub use client::{build_client, check_reachable};
+pub use cost::{DEFAULT_PRICES, Price, Prices};
 pub use error::LlmError;
+pub use failover::FailoverClient;
 pub use http::http_client;
 pub use openai::OpenAiClient;
 pub use retry::{classify_status, error_excerpt, parse_retry_after, retry_delay};

@@ -234,6 +234,7 @@ pub(crate) fn parse_response(reply: &Value, fallback_model: &str) -> Result<Mode
         tool_calls,
         usage: reply.get("usage").map(usage).unwrap_or_default(),
         model: str_at(reply, "/model").unwrap_or(fallback_model).to_owned(),
+        served_by: None,
     })
 }
 

@@ -125,6 +125,7 @@ impl StreamState {
             tool_calls,
             usage: self.usage.unwrap_or_default(),
             model: self.model.unwrap_or_else(|| fallback_model.to_owned()),
+            served_by: None,
         }
     }
 }

@@ -54,6 +54,7 @@ impl ModelClient for Instant0 {
             },
             stop_reason: StopReason::EndTurn,
             model: "instant".into(),
+            served_by: None,
         })
     }
 }

@@ -123,23 +123,17 @@ impl Worker {
             if record.state != AgentState::Running {
                 return Next::Idle;
             }
-            let remaining = match remaining_tokens(&rt, &record).await {
-                Ok(Some(0)) => {
-                    let used = rt.store().agent_usage(&record.id).await.unwrap_or_default();
-                    let reason = format!(
-                        "token budget exhausted ({} of {} tokens used)",
-                        used.input_tokens + used.output_tokens,
-                        record.budget.tokens.unwrap_or(0)
-                    );
-                    stop_for_budget(&rt, &record, &reason, "tokens").await;
-                    return Next::Idle;
-                }
+            let remaining = match remaining(&rt, &record).await {
                 Ok(remaining) => remaining,
                 Err(err) => {
                     tracing::warn!(agent = %record.name, error = %err, "cannot read usage");
                     return Next::Backoff(STORE_RETRY);
                 }
             };
+            if let Some((kind, reason)) = remaining.exhausted(&record) {
+                stop_for_budget(&rt, &record, &reason, kind).await;
+                return Next::Idle;
+            }
             let turns = rt.inner.turns.clone();
             let permit = tokio::select! {
                 permit = turns.acquire_owned() => match permit {
@@ -170,7 +164,7 @@ impl Worker {
         rt: &Runtime,
         record: &AgentRecord,
         message: InboxMessage,
-        remaining: Option<u64>,
+        remaining: Remaining,
         stop: &mut watch::Receiver<bool>,
     ) -> Next {
         let store = rt.store().clone();
@@ -278,7 +272,7 @@ impl Worker {
         &mut self,
         rt: &Runtime,
         record: &AgentRecord,
-        remaining: Option<u64>,
+        remaining: Remaining,
     ) -> Result<(), RuntimeError> {
         let opts = session_options(rt, record, remaining);
         let refresh = self.refresh.swap(false, Ordering::SeqCst);
@@ -359,6 +353,7 @@ async fn finish(
         TurnOutcome::MaxRounds { .. } => Some("rounds"),
         TurnOutcome::TimedOut { .. } => Some("wall_secs"),
         TurnOutcome::BudgetExceeded { .. } => Some("tokens"),
+        TurnOutcome::CostExceeded { .. } => Some("cost_micros"),
         _ => None,
     };
     if let Some(kind) = budget {
@@ -447,6 +442,14 @@ fn describe(outcome: &TurnOutcome) -> String {
         TurnOutcome::BudgetExceeded { limit, used } => {
             format!("used {used} tokens of its remaining {limit}")
         }
+        TurnOutcome::CostExceeded {
+            limit_micros,
+            used_micros,
+        } => format!(
+            "spent ${:.6} of its remaining ${:.6}",
+            *used_micros as f64 / 1e6,
+            *limit_micros as f64 / 1e6
+        ),
         TurnOutcome::LoopDetected { tool, repeats } => {
             format!("repeated `{tool}` {repeats} times with the same arguments")
         }
@@ -506,9 +509,11 @@ async fn forward(
                 provider,
                 model,
                 usage,
+                cost_micros,
             } => (
                 "model.usage",
-                json!({"provider": provider, "model": model, "usage": usage}),
+                json!({"provider": provider, "model": model, "usage": usage,
+                       "cost_micros": cost_micros}),
             ),
             EventMsg::ModelRetry { attempt, error } => {
                 ("model.retry", json!({"attempt": attempt, "error": error}))
@@ -536,18 +541,61 @@ async fn forward(
     }
 }
 
-/// Tokens the agent may still use; `None` without a token budget.
-async fn remaining_tokens(rt: &Runtime, record: &AgentRecord) -> Result<Option<u64>, RuntimeError> {
-    let Some(limit) = record.budget.tokens else {
-        return Ok(None);
-    };
-    let used = rt.store().agent_usage(&record.id).await?;
-    Ok(Some(
-        limit.saturating_sub(used.input_tokens + used.output_tokens),
-    ))
+/// What the agent may still spend over its life: tokens and millionths of a US dollar;
+/// `None` where its budget has no such limit.
+#[derive(Clone, Copy, Debug, Default)]
+struct Remaining {
+    tokens: Option<u64>,
+    cost_micros: Option<u64>,
+    used_tokens: u64,
+    used_micros: u64,
 }
 
-fn session_options(rt: &Runtime, record: &AgentRecord, remaining: Option<u64>) -> SessionOptions {
+impl Remaining {
+    /// Which budget is spent, with the reason to record.
+    fn exhausted(&self, record: &AgentRecord) -> Option<(&'static str, String)> {
+        if self.tokens == Some(0) {
+            return Some((
+                "tokens",
+                format!(
+                    "token budget exhausted ({} of {} tokens used)",
+                    self.used_tokens,
+                    record.budget.tokens.unwrap_or(0)
+                ),
+            ));
+        }
+        if self.cost_micros == Some(0) {
+            return Some((
+                "cost_micros",
+                format!(
+                    "cost budget exhausted (${:.6} of ${:.6} spent)",
+                    self.used_micros as f64 / 1e6,
+                    record.budget.cost_micros.unwrap_or(0) as f64 / 1e6
+                ),
+            ));
+        }
+        None
+    }
+}
+
+async fn remaining(rt: &Runtime, record: &AgentRecord) -> Result<Remaining, RuntimeError> {
+    if record.budget.tokens.is_none() && record.budget.cost_micros.is_none() {
+        return Ok(Remaining::default());
+    }
+    let (used, used_micros) = rt.store().agent_usage(&record.id).await?;
+    let used_tokens = used.input_tokens + used.output_tokens;
+    Ok(Remaining {
+        tokens: record.budget.tokens.map(|l| l.saturating_sub(used_tokens)),
+        cost_micros: record
+            .budget
+            .cost_micros
+            .map(|l| l.saturating_sub(used_micros)),
+        used_tokens,
+        used_micros,
+    })
+}
+
+fn session_options(rt: &Runtime, record: &AgentRecord, remaining: Remaining) -> SessionOptions {
     let config = rt.config();
     let mut opts = reef_agent::session_options(config, record.workspace.clone().into());
     if let Some(rounds) = record.budget.rounds {
@@ -556,7 +604,8 @@ fn session_options(rt: &Runtime, record: &AgentRecord, remaining: Option<u64>) -
     if let Some(secs) = record.budget.wall_secs {
         opts.max_wall = Duration::from_secs(secs.max(1));
     }
-    opts.token_budget = remaining;
+    opts.token_budget = remaining.tokens;
+    opts.cost_budget_micros = remaining.cost_micros;
     opts.persona = Some(format!(
         "You are `{name}`, a long-lived agent in reef (template `{template}`).\n{persona}\n\n\
          Each user message comes from your inbox, headed with its sender and number. Your final \
@@ -579,21 +628,23 @@ pub(crate) fn model_for(
         return Ok(model.clone());
     }
     let config = rt.config();
-    let provider = match name {
-        Some(name) => config.providers.get(name).ok_or_else(|| {
-            RuntimeError::Setup(format!("model `{name}` is not a configured provider"))
-        })?,
-        None => config
-            .provider()
-            .map_err(|e| RuntimeError::Setup(e.to_string()))?,
-    };
     let mut models = lock(&rt.inner.models);
-    if let Some(model) = models.get(&provider.name) {
+    // "" caches the default: one provider or the failover chain of `[model] default`.
+    let key = name.unwrap_or("");
+    if let Some(model) = models.get(key) {
         return Ok(model.clone());
     }
-    let model =
-        reef_agent::model_client(provider).map_err(|e| RuntimeError::Setup(e.to_string()))?;
-    models.insert(provider.name.clone(), model.clone());
+    let model = match name {
+        Some(name) => {
+            let provider = config.providers.get(name).ok_or_else(|| {
+                RuntimeError::Setup(format!("model `{name}` is not a configured provider"))
+            })?;
+            reef_agent::model_client(provider)
+        }
+        None => reef_agent::default_model(config),
+    }
+    .map_err(|e| RuntimeError::Setup(e.to_string()))?;
+    models.insert(key.to_owned(), model.clone());
     Ok(model)
 }
 

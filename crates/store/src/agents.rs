@@ -286,26 +286,29 @@ impl Store {
         .await
     }
 
-    /// Tokens the agent's session has used, as the providers reported them.
-    pub async fn agent_usage(&self, id: &AgentId) -> Result<Usage, StoreError> {
+    /// Tokens the agent's session has used, as the providers reported them, and what they
+    /// cost (millionths of a US dollar, over requests with a known price).
+    pub async fn agent_usage(&self, id: &AgentId) -> Result<(Usage, u64), StoreError> {
         let id = id.clone();
         self.run(move |db| {
-            let (input, output, cached): (i64, i64, i64) = db
+            let (input, output, cached, cost): (i64, i64, i64, i64) = db
                 .conn
                 .prepare_cached(
                     "SELECT COALESCE(SUM(u.input_tokens), 0), COALESCE(SUM(u.output_tokens), 0),
-                            COALESCE(SUM(u.cached_input_tokens), 0)
+                            COALESCE(SUM(u.cached_input_tokens), 0),
+                            COALESCE(SUM(u.cost_micros), 0)
                      FROM agents a JOIN model_usage u ON u.session_id = a.session_id
                      WHERE a.id = ?1",
                 )?
                 .query_row(params![id.as_str()], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
                 })?;
-            Ok(Usage {
+            let usage = Usage {
                 input_tokens: from_sql_int(input, "input tokens")?,
                 output_tokens: from_sql_int(output, "output tokens")?,
                 cached_input_tokens: from_sql_int(cached, "cached tokens")?,
-            })
+            };
+            Ok((usage, from_sql_int(cost, "cost")?))
         })
         .await
     }

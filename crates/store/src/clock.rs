@@ -36,6 +36,16 @@ pub(crate) fn format_rfc3339_ms(dt: OffsetDateTime) -> String {
     )
 }
 
+/// The store's timestamp for `ago` before now, for "since" queries (`created_at >= …`).
+pub fn timestamp_ago(ago: std::time::Duration) -> String {
+    let now = OffsetDateTime::now_utc();
+    let then = time::Duration::try_from(ago)
+        .ok()
+        .and_then(|d| now.checked_sub(d))
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    format_rfc3339_ms(then)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

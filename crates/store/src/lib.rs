@@ -20,12 +20,13 @@ mod store;
 mod usage;
 
 pub use agents::{AgentRecord, NewAgent};
+pub use clock::timestamp_ago;
 pub use error::StoreError;
 pub use events::StoredEvent;
 pub use inbox::{Delivery, InboxMessage, InboxStatus, Letter};
 pub use pending::{NewPending, PendingItem, PendingKind, PendingStatus};
 pub use records::{
-    NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage, UsageRecord,
+    CostRow, NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage, UsageRecord,
 };
 pub use rooms::RoomRecord;
 pub use store::Store;

@@ -57,6 +57,8 @@ pub struct NewUsage {
     pub usage: Usage,
     /// The model round within the turn that made the request.
     pub round: u32,
+    /// What it cost in millionths of a US dollar; `None` when the model has no known price.
+    pub cost_micros: Option<u64>,
 }
 
 /// Token usage of one model request, as stored.
@@ -66,5 +68,21 @@ pub struct UsageRecord {
     pub model: String,
     pub usage: Usage,
     pub round: u32,
+    pub cost_micros: Option<u64>,
     pub created_at: String,
+}
+
+/// Tokens and cost of one group of requests in a cost report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostRow {
+    /// The daemon agent whose session made the requests; `None` for `reef run`/`chat`.
+    pub agent: Option<String>,
+    pub provider: String,
+    pub model: String,
+    pub requests: u64,
+    pub usage: Usage,
+    /// Millionths of a US dollar over the requests with a known price.
+    pub cost_micros: u64,
+    /// Requests whose model had no known price (not in `cost_micros`).
+    pub unpriced_requests: u64,
 }

@@ -1,7 +1,7 @@
 //! Per-model-request token usage: recording, listing and totalling per session.
 
 use crate::error::StoreError;
-use crate::records::{NewUsage, UsageRecord};
+use crate::records::{CostRow, NewUsage, UsageRecord};
 use crate::store::{Store, ensure_session, from_sql_int, to_sql_int};
 use reef_core::{SessionId, Usage};
 use rusqlite::params;
@@ -22,8 +22,8 @@ impl Store {
             tx.prepare_cached(
                 "INSERT INTO model_usage
                    (session_id, round, provider, model, input_tokens, output_tokens,
-                    cached_input_tokens, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    cached_input_tokens, created_at, cost_micros)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?
             .execute(params![
                 session.as_str(),
@@ -34,6 +34,7 @@ impl Store {
                 to_sql_int(record.usage.output_tokens),
                 to_sql_int(record.usage.cached_input_tokens),
                 now,
+                record.cost_micros.map(to_sql_int),
             ])?;
             tx.commit()?;
             Ok(())
@@ -49,7 +50,7 @@ impl Store {
             ensure_session(&tx, &session)?;
             let mut stmt = tx.prepare(
                 "SELECT provider, model, input_tokens, output_tokens, cached_input_tokens, round,
-                        created_at
+                        created_at, cost_micros
                  FROM model_usage WHERE session_id = ?1 ORDER BY id",
             )?;
             let rows = stmt.query_map(params![session.as_str()], |r| {
@@ -63,11 +64,12 @@ impl Store {
                     ],
                     r.get::<_, i64>(5)?,
                     r.get::<_, String>(6)?,
+                    r.get::<_, Option<i64>>(7)?,
                 ))
             })?;
             let mut out = Vec::new();
             for row in rows {
-                let (provider, model, tokens, round, created_at) = row?;
+                let (provider, model, tokens, round, created_at, cost) = row?;
                 let what = format!("usage of session {session}");
                 out.push(UsageRecord {
                     provider,
@@ -76,6 +78,7 @@ impl Store {
                     round: u32::try_from(round).map_err(|_| {
                         StoreError::Corrupt(format!("{what}: round {round} out of range"))
                     })?,
+                    cost_micros: cost.map(|c| from_sql_int(c, "cost")).transpose()?,
                     created_at,
                 });
             }
@@ -104,6 +107,62 @@ impl Store {
                     ])
                 })?;
             usage_from(tokens, &format!("usage total of session {session}"))
+        })
+        .await
+    }
+}
+
+impl Store {
+    /// Tokens and cost per agent, provider and model, for requests made at or after `since`
+    /// (an RFC3339 timestamp) and, when given, only by agent `agent`'s session.
+    pub async fn cost_report(
+        &self,
+        agent: Option<&str>,
+        since: Option<&str>,
+    ) -> Result<Vec<CostRow>, StoreError> {
+        let (agent, since) = (agent.map(str::to_owned), since.map(str::to_owned));
+        self.run(move |db| {
+            let mut stmt = db.conn.prepare_cached(
+                "SELECT a.name, u.provider, u.model, COUNT(*),
+                        SUM(u.input_tokens), SUM(u.output_tokens), SUM(u.cached_input_tokens),
+                        COALESCE(SUM(u.cost_micros), 0),
+                        SUM(CASE WHEN u.cost_micros IS NULL THEN 1 ELSE 0 END)
+                 FROM model_usage u LEFT JOIN agents a ON a.session_id = u.session_id
+                 WHERE (?1 IS NULL OR a.name = ?1) AND (?2 IS NULL OR u.created_at >= ?2)
+                 GROUP BY a.name, u.provider, u.model
+                 ORDER BY a.name, u.provider, u.model",
+            )?;
+            let rows = stmt.query_map(params![agent, since], |r| {
+                Ok((
+                    r.get::<_, Option<String>>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    [
+                        r.get::<_, i64>(3)?,
+                        r.get::<_, i64>(7)?,
+                        r.get::<_, i64>(8)?,
+                    ],
+                    [
+                        r.get::<_, i64>(4)?,
+                        r.get::<_, i64>(5)?,
+                        r.get::<_, i64>(6)?,
+                    ],
+                ))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (agent, provider, model, [requests, cost, unpriced], tokens) = row?;
+                out.push(CostRow {
+                    usage: usage_from(tokens, "cost report")?,
+                    requests: from_sql_int(requests, "request count")?,
+                    cost_micros: from_sql_int(cost, "cost")?,
+                    unpriced_requests: from_sql_int(unpriced, "unpriced count")?,
+                    agent,
+                    provider,
+                    model,
+                });
+            }
+            Ok(out)
         })
         .await
     }

@@ -27,6 +27,8 @@ pub(crate) fn options(workspace: &Path) -> SessionOptions {
         persona: None,
         token_budget: None,
         loop_limit: 0,
+        cost_budget_micros: None,
+        prices: std::sync::Arc::new(reef_llm::Prices::defaults()),
     }
 }
 

@@ -121,8 +121,9 @@ fn switch_model(config: &Config, current: &mut Session, name: &str) {
 
 async fn show_cost(store: &Store, current: &Session) -> anyhow::Result<()> {
     let records = store.usage(current.id()).await?;
-    let mut rows: std::collections::BTreeMap<(String, String), (u64, u64, u64, u32)> =
-        Default::default();
+    // (input, output, cached, requests, cost, unpriced requests) per provider and model.
+    type Row = (u64, u64, u64, u32, u64, u32);
+    let mut rows: std::collections::BTreeMap<(String, String), Row> = Default::default();
     for r in &records {
         let row = rows
             .entry((r.provider.clone(), r.model.clone()))
@@ -131,14 +132,28 @@ async fn show_cost(store: &Store, current: &Session) -> anyhow::Result<()> {
         row.1 += r.usage.output_tokens;
         row.2 += r.usage.cached_input_tokens;
         row.3 += 1;
+        match r.cost_micros {
+            Some(cost) => row.4 += cost,
+            None => row.5 += 1,
+        }
     }
     if rows.is_empty() {
         eprintln!("no model requests in this session yet");
     }
-    for ((provider, model), (input, output, cached, requests)) in rows {
+    let mut total = 0;
+    for ((provider, model), (input, output, cached, requests, cost, unpriced)) in rows {
+        total += cost;
+        let price_note = if unpriced > 0 {
+            format!(" ({unpriced} request(s) without a known price)")
+        } else {
+            String::new()
+        };
         eprintln!(
-            "{provider} / {model}: {requests} request(s), {input} input ({cached} cached) + {output} output tokens"
+            "{provider} / {model}: {requests} request(s), {input} input ({cached} cached) + \
+             {output} output tokens, ${:.4}{price_note}",
+            cost as f64 / 1e6
         );
     }
+    eprintln!("total: ${:.4}", total as f64 / 1e6);
     Ok(())
 }

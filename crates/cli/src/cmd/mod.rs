@@ -4,6 +4,7 @@ mod agents;
 mod chat;
 mod client;
 mod config;
+mod cost;
 mod doctor;
 mod run;
 pub mod sandbox;
@@ -18,6 +19,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Run(args) => run::run(&cli.overrides, args).await,
         Command::Chat(args) => chat::chat(&cli.overrides, args).await,
+        Command::Cost(args) => cost::cost(&cli.overrides, args).await,
         Command::Sessions { command } => sessions::sessions(&cli.overrides, command).await,
         Command::Config {
             command: ConfigCommand::Show(flag),

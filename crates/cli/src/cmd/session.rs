@@ -37,8 +37,9 @@ pub async fn open(
     tools: &Tools,
     resume: Option<&str>,
 ) -> anyhow::Result<Session> {
-    let provider = config.provider()?;
-    let model = reef_agent::model_client(provider)?;
+    // No provider at all is a configuration error (exit 2), reported before model setup.
+    config.provider()?;
+    let model = reef_agent::default_model(config)?;
     let tools = tools.registry.clone();
     let workspace = std::env::current_dir().context("cannot read the current directory")?;
     let opts = reef_agent::session_options(config, workspace);
@@ -114,6 +115,7 @@ pub fn outcome_code(outcome: &TurnOutcome) -> u8 {
         TurnOutcome::MaxRounds { .. }
         | TurnOutcome::TimedOut { .. }
         | TurnOutcome::BudgetExceeded { .. }
+        | TurnOutcome::CostExceeded { .. }
         | TurnOutcome::LoopDetected { .. } => exit::BUDGET,
         TurnOutcome::Interrupted => exit::INTERRUPTED,
         TurnOutcome::Failed { .. } => exit::MODEL,

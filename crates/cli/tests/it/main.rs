@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod commands;
+mod cost;
 mod crash;
 mod daemon;
 mod e2e;

@@ -3,6 +3,7 @@
 
 mod common;
 mod errors;
+mod failover;
 mod reachable;
 mod replies;
 mod tools;

@@ -597,3 +597,66 @@ async fn a_retried_message_sends_new_actions_but_not_the_ones_already_made() {
     );
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_spent_cost_budget_stops_the_agent() {
+    let d = daemon(
+        Arc::new(|req: &RecordedRequest| {
+            MockReply::tool_call(
+                "list_dir",
+                json!({"path": format!("{}", req.message_count())}),
+            )
+        }),
+        // $1 per token: any request costs more than the child's whole budget.
+        "[prices.\"m\"]\ninput = 1000000.0\noutput = 1000000.0\n",
+    )
+    .await;
+    let rt = &d.runtime;
+    let mut parent = rt
+        .spawn_agent(spawn("boss", "manager"), None)
+        .await
+        .unwrap()
+        .agent;
+    parent.budget.cost_micros = Some(5_000_000);
+    let child = rt
+        .spawn_agent(spawn("spender", "worker"), Some(&parent))
+        .await
+        .unwrap();
+    assert_eq!(
+        child.agent.budget.cost_micros,
+        Some(5_000_000),
+        "clamped to the parent's"
+    );
+    rt.send_message("spender", Sender::Operator, "spend", "k", None)
+        .await
+        .unwrap();
+    wait_for(rt, "the cost budget to stop it", |e| {
+        count(e, "budget.exceeded") == 1
+    })
+    .await;
+    let events = rt
+        .store()
+        .events_after(0, Some(&child.agent.id), 1000)
+        .await
+        .unwrap();
+    let exceeded = events.iter().find(|e| e.kind == "budget.exceeded").unwrap();
+    assert_eq!(exceeded.data["budget"], "cost_micros");
+    let usage = events.iter().find(|e| e.kind == "model.usage").unwrap();
+    assert!(
+        usage.data["cost_micros"].as_u64().unwrap() > 5_000_000,
+        "{}",
+        usage.data
+    );
+    assert_eq!(
+        rt.get_agent("spender").await.unwrap().state,
+        AgentState::Failed
+    );
+    let sent = d
+        .mock
+        .requests()
+        .into_iter()
+        .filter(|r| agent_of(r) == "spender")
+        .count();
+    assert_eq!(sent, 1, "stopped after the first priced round");
+    rt.shutdown().await;
+}

@@ -7,6 +7,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0001_sessions.sql")),
     M::up(include_str!("0002_agents.sql")),
     M::up(include_str!("0003_pending_rooms.sql")),
+    M::up(include_str!("0004_usage_cost.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -19,6 +20,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 3);
+        assert_eq!(ALL.len(), 4);
     }
 }

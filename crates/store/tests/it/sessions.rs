@@ -14,6 +14,7 @@ fn usage(input: u64, output: u64) -> NewUsage {
             cached_input_tokens: 0,
         },
         round: 1,
+        cost_micros: None,
     }
 }
 

@@ -19,6 +19,7 @@ async fn usage_records_and_totals() {
             cached_input_tokens: 800,
         },
         round: 1,
+        cost_micros: Some(1234),
     };
     let second = NewUsage {
         provider: "openai".into(),
@@ -29,6 +30,7 @@ async fn usage_records_and_totals() {
             cached_input_tokens: 0,
         },
         round: 2,
+        cost_micros: None,
     };
     store.record_usage(&id, &first).await.unwrap();
     store.record_usage(&id, &second).await.unwrap();
@@ -41,6 +43,10 @@ async fn usage_records_and_totals() {
     assert_eq!(records[0].round, 1);
     assert_eq!(records[1].usage, second.usage);
     assert_eq!(records[1].round, 2);
+    assert_eq!(
+        (records[0].cost_micros, records[1].cost_micros),
+        (Some(1234), None)
+    );
     assert!(records[0].created_at < records[1].created_at);
 
     assert_eq!(
@@ -62,6 +68,7 @@ async fn usage_for_unknown_session_is_not_found() {
         model: "m".into(),
         usage: Usage::default(),
         round: 0,
+        cost_micros: None,
     };
     assert!(matches!(
         store.record_usage(&missing, &rec).await,
@@ -71,4 +78,60 @@ async fn usage_for_unknown_session_is_not_found() {
         store.usage_total(&missing).await,
         Err(StoreError::NotFound(_))
     ));
+}
+
+#[tokio::test]
+async fn the_cost_report_groups_by_provider_and_model_and_counts_unpriced_requests() {
+    let (store, id) = store_with("ses_cost").await;
+    for (provider, model, cost) in [
+        ("main", "gpt-4o", Some(100)),
+        ("main", "gpt-4o", Some(50)),
+        ("backup", "local-model", None),
+    ] {
+        let usage = Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            cached_input_tokens: 0,
+        };
+        let rec = NewUsage {
+            provider: provider.into(),
+            model: model.into(),
+            usage,
+            round: 1,
+            cost_micros: cost,
+        };
+        store.record_usage(&id, &rec).await.unwrap();
+    }
+    let rows = store.cost_report(None, None).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    let backup = &rows[0];
+    assert_eq!(
+        (
+            backup.provider.as_str(),
+            backup.requests,
+            backup.unpriced_requests
+        ),
+        ("backup", 1, 1)
+    );
+    assert_eq!(backup.cost_micros, 0);
+    let main = &rows[1];
+    assert_eq!(
+        (main.requests, main.cost_micros, main.usage.input_tokens),
+        (2, 150, 20)
+    );
+    assert_eq!(main.agent, None, "not a daemon agent's session");
+    assert!(
+        store
+            .cost_report(None, Some("9999-01-01T00:00:00.000Z"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .cost_report(Some("nobody"), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
