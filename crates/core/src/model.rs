@@ -16,15 +16,18 @@ pub enum WireApi {
     OpenaiChat,
     /// Anthropic Messages (`/messages`).
     Anthropic,
+    /// Ollama's native chat API (`/api/chat`, NDJSON streaming).
+    Ollama,
 }
 
 impl WireApi {
-    pub const ALL: [WireApi; 2] = [WireApi::OpenaiChat, WireApi::Anthropic];
+    pub const ALL: [WireApi; 3] = [WireApi::OpenaiChat, WireApi::Anthropic, WireApi::Ollama];
 
     pub fn as_str(self) -> &'static str {
         match self {
             WireApi::OpenaiChat => "openai-chat",
             WireApi::Anthropic => "anthropic",
+            WireApi::Ollama => "ollama",
         }
     }
 

@@ -3,6 +3,7 @@
 use crate::anthropic::AnthropicClient;
 use crate::error::LlmError;
 use crate::http::{build_http_client, error_chain, validate_base_url};
+use crate::ollama::OllamaClient;
 use crate::openai::OpenAiClient;
 use crate::retry::{error_excerpt, truncate};
 use crate::settings::ProviderSettings;
@@ -15,6 +16,7 @@ pub fn build_client(settings: ProviderSettings) -> Result<Arc<dyn ModelClient>, 
     Ok(match settings.wire_api {
         WireApi::OpenaiChat => Arc::new(OpenAiClient::new(settings)?),
         WireApi::Anthropic => Arc::new(AnthropicClient::new(settings)?),
+        WireApi::Ollama => Arc::new(OllamaClient::new(settings)?),
     })
 }
 
@@ -27,7 +29,11 @@ pub async fn check_reachable(settings: &ProviderSettings) -> Result<String, Mode
         validate_base_url(settings).map_err(|e| err(ModelErrorKind::BadRequest, e.to_string()))?;
     let client = build_http_client(Some(settings.request_timeout), url.scheme() == "https")
         .map_err(|e| err(ModelErrorKind::Connection, e.to_string()))?;
-    let endpoint = settings.endpoint("/models");
+    let endpoint = match settings.wire_api {
+        // Ollama lists its local models at /api/tags.
+        WireApi::Ollama => settings.endpoint("/api/tags"),
+        _ => settings.endpoint("/models"),
+    };
     let mut request = client.get(&endpoint);
     match (settings.wire_api, &settings.api_key) {
         (WireApi::OpenaiChat, Some(key)) => {
@@ -39,7 +45,10 @@ pub async fn check_reachable(settings: &ProviderSettings) -> Result<String, Mode
                 request = request.header("x-api-key", key);
             }
         }
-        (WireApi::OpenaiChat, None) => {}
+        (WireApi::OpenaiChat | WireApi::Ollama, None) => {}
+        (WireApi::Ollama, Some(key)) => {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
     }
     let response = request.send().await.map_err(|e| {
         let kind = if e.is_timeout() {
@@ -57,12 +66,19 @@ pub async fn check_reachable(settings: &ProviderSettings) -> Result<String, Mode
     let mut description = format!("{endpoint} answered HTTP {status}");
     if status == 200
         && let Ok(json) = response.json::<serde_json::Value>().await
-        && let Some(models) = json.get("data").and_then(serde_json::Value::as_array)
+        && let Some(models) = json
+            .get("data")
+            .or_else(|| json.get("models"))
+            .and_then(serde_json::Value::as_array)
         && !models.is_empty()
     {
         let names: Vec<&str> = models
             .iter()
-            .filter_map(|m| m.get("id").and_then(serde_json::Value::as_str))
+            .filter_map(|m| {
+                m.get("id")
+                    .or_else(|| m.get("name"))
+                    .and_then(serde_json::Value::as_str)
+            })
             .take(5)
             .collect();
         description.push_str(&format!(

@@ -1,5 +1,5 @@
-//! reef-llm: model clients for reef: OpenAI chat completions and Anthropic Messages, streamed
-//! (SSE) or not, with retries, typed errors and provider-reported usage; failover chains
+//! reef-llm: model clients for reef: OpenAI chat completions, Anthropic Messages and Ollama,
+//! streamed (SSE, NDJSON) or not, with retries, typed errors and provider-reported usage; failover chains
 //! across providers; prices and the cost of a request.
 
 mod anthropic;
@@ -9,6 +9,7 @@ mod cost;
 mod error;
 mod failover;
 mod http;
+mod ollama;
 mod openai;
 mod openai_stream;
 mod retry;
@@ -22,6 +23,7 @@ pub use cost::{DEFAULT_PRICES, Price, Prices};
 pub use error::LlmError;
 pub use failover::FailoverClient;
 pub use http::http_client;
+pub use ollama::OllamaClient;
 pub use openai::OpenAiClient;
 pub use retry::{classify_status, error_excerpt, parse_retry_after, retry_delay};
 pub use settings::ProviderSettings;

@@ -1,5 +1,5 @@
-//! reef-test-support: dev-only helpers for reef tests: a scripted mock LLM server speaking both
-//! wire APIs (OpenAI chat completions and Anthropic Messages), and hermetic homes.
+//! reef-test-support: dev-only helpers for reef tests: a scripted mock LLM server speaking every
+//! wire API (OpenAI chat completions, Anthropic Messages, Ollama `/api/chat`), and hermetic homes.
 //!
 //! Functions here panic (with a message) when the test environment itself is broken, e.g. a
 //! loopback port cannot be bound or a temporary directory cannot be created: that is a test
@@ -7,6 +7,7 @@
 
 mod anthropic;
 mod home;
+mod ollama;
 mod openai;
 mod recorded;
 mod reply;

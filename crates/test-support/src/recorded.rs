@@ -19,6 +19,8 @@ impl RecordedRequest {
     pub fn wire(&self) -> WireApi {
         if self.path.ends_with("/messages") {
             WireApi::Anthropic
+        } else if self.path.ends_with("/api/chat") {
+            WireApi::Ollama
         } else {
             WireApi::OpenaiChat
         }
@@ -53,7 +55,7 @@ impl RecordedRequest {
         for m in self.messages() {
             let role = m.get("role").and_then(Value::as_str);
             match self.wire() {
-                WireApi::OpenaiChat if role == Some("tool") => {
+                WireApi::OpenaiChat | WireApi::Ollama if role == Some("tool") => {
                     out.push(text_of(m.get("content")));
                 }
                 WireApi::Anthropic if role == Some("user") => {

@@ -2,7 +2,7 @@
 
 use crate::recorded::RecordedRequest;
 use crate::reply::{MockReply, RequestFacts, plan};
-use crate::{anthropic, openai};
+use crate::{anthropic, ollama, openai};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -229,9 +229,13 @@ async fn handle(State(state): State<Shared>, request: Request) -> Response {
         WireApi::OpenaiChat
     } else if parts.method == Method::POST && path.ends_with("/messages") {
         WireApi::Anthropic
+    } else if parts.method == Method::POST && path.ends_with("/api/chat") {
+        WireApi::Ollama
     } else {
         state.lock().requests.push(recorded);
-        return if parts.method == Method::GET && path.ends_with("/models") {
+        return if parts.method == Method::GET && path.ends_with("/api/tags") {
+            json_response(json!({"models": [{"name": "mock-model"}]}).to_string())
+        } else if parts.method == Method::GET && path.ends_with("/models") {
             json_response(
                 json!({"object": "list", "data": [{"id": "mock-model", "object": "model"}]})
                     .to_string(),
@@ -281,6 +285,7 @@ async fn handle(State(state): State<Shared>, request: Request) -> Response {
         id_prefix: match wire {
             WireApi::OpenaiChat => "call_",
             WireApi::Anthropic => "toolu_",
+            WireApi::Ollama => "ollama_",
         },
         first_id,
     };
@@ -294,6 +299,7 @@ async fn handle(State(state): State<Shared>, request: Request) -> Response {
             },
         ),
         WireApi::Anthropic => anthropic::render(action, stream),
+        WireApi::Ollama => ollama::render(action, stream),
     }
 }
 

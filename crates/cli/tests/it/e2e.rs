@@ -35,18 +35,14 @@ fn write_then_read(wire: &str, stream: bool, json_mode: bool) {
     // What the model was sent, request by request.
     let requests = mock.requests();
     assert_eq!(requests.len(), 3, "one request per round");
-    let expected_wire = if wire == "anthropic" {
-        WireApi::Anthropic
-    } else {
-        WireApi::OpenaiChat
-    };
+    let expected_wire = WireApi::parse(wire).unwrap();
     for r in &requests {
         assert_eq!(r.wire(), expected_wire);
         assert_eq!(r.is_stream(), stream);
     }
     match expected_wire {
         WireApi::Anthropic => assert_eq!(requests[0].header("x-api-key"), Some("test-key-123")),
-        WireApi::OpenaiChat => {
+        WireApi::OpenaiChat | WireApi::Ollama => {
             assert_eq!(
                 requests[0].header("authorization"),
                 Some("Bearer test-key-123")
@@ -160,6 +156,16 @@ fn openai_chat_streaming_run_writes_reads_and_answers() {
 #[test]
 fn openai_chat_non_streaming_run_with_json_events() {
     write_then_read("openai-chat", false, true);
+}
+
+#[test]
+fn ollama_streaming_run_writes_reads_and_answers() {
+    write_then_read("ollama", true, false);
+}
+
+#[test]
+fn ollama_non_streaming_run_with_json_events() {
+    write_then_read("ollama", false, true);
 }
 
 #[test]

@@ -10,11 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Every (wire API, streaming) combination.
-pub const MODES: [(WireApi, bool); 4] = [
+pub const MODES: [(WireApi, bool); 6] = [
     (WireApi::OpenaiChat, false),
     (WireApi::OpenaiChat, true),
     (WireApi::Anthropic, false),
     (WireApi::Anthropic, true),
+    (WireApi::Ollama, false),
+    (WireApi::Ollama, true),
 ];
 
 pub fn settings(mock: &MockLlm, wire_api: WireApi, stream: bool) -> ProviderSettings {

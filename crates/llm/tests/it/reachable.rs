@@ -13,8 +13,16 @@ async fn mock_is_reachable_on_both_wires_without_spending_the_script() {
         assert!(description.contains("HTTP 200"), "{description}");
         assert!(description.contains("mock-model"), "{description}");
         let req = &mock.requests()[0];
-        assert!(req.path.ends_with("/v1/models"), "{}", req.path);
+        let path = if wire == WireApi::Ollama {
+            "/v1/api/tags"
+        } else {
+            "/v1/models"
+        };
+        assert!(req.path.ends_with(path), "{}", req.path);
         match wire {
+            WireApi::Ollama => {
+                assert_eq!(req.header("authorization"), Some("Bearer sk-test-key"));
+            }
             WireApi::OpenaiChat => {
                 assert_eq!(req.header("authorization"), Some("Bearer sk-test-key"));
             }

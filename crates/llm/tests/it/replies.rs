@@ -42,6 +42,13 @@ async fn text_reply_streams_deltas_and_reports_usage() {
         assert_eq!(response.usage.cached_input_tokens, 0, "{mode}");
 
         match wire {
+            WireApi::Ollama => {
+                assert_eq!(req.header("authorization"), Some("Bearer sk-test-key"));
+                assert!(req.path.ends_with("/api/chat"), "{}", req.path);
+                assert_eq!(req.body["messages"][0]["role"], "system");
+                assert_eq!(req.body["stream"], stream);
+                assert_eq!(req.message_count(), 2);
+            }
             WireApi::OpenaiChat => {
                 assert_eq!(req.header("authorization"), Some("Bearer sk-test-key"));
                 assert_eq!(req.body["messages"][0]["role"], "system");
@@ -85,6 +92,12 @@ async fn request_max_output_tokens_overrides_the_default() {
         let mut request = user("hi");
         request.max_output_tokens = Some(77);
         run(h.client.as_ref(), &request).await.0.unwrap();
-        assert_eq!(h.mock.requests()[0].body["max_tokens"], 77);
+        let body = &h.mock.requests()[0].body;
+        let sent = if wire == WireApi::Ollama {
+            &body["options"]["num_predict"]
+        } else {
+            &body["max_tokens"]
+        };
+        assert_eq!(*sent, 77, "{wire}");
     }
 }

@@ -119,6 +119,7 @@ async fn a_stalled_stream_times_out_instead_of_hanging() {
     for wire in WireApi::ALL {
         let first = match wire {
             WireApi::OpenaiChat => data(r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#),
+            WireApi::Ollama => "{\"message\":{\"content\":\"Hel\"},\"done\":false}\n".to_owned(),
             WireApi::Anthropic => event(
                 "message_start",
                 r#"{"type":"message_start","message":{"model":"m","usage":{"input_tokens":1}}}"#,
