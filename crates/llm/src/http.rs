@@ -122,6 +122,14 @@ impl Transport {
         Ok(Self { settings, client })
     }
 
+    /// `Authorization: Bearer KEY` when a key is configured (OpenAI-compatible and Ollama).
+    pub fn bearer_headers(&self) -> Vec<(&'static str, String)> {
+        match &self.settings.api_key {
+            Some(key) => vec![("authorization", format!("Bearer {key}"))],
+            None => Vec::new(),
+        }
+    }
+
     pub fn error(&self, kind: ModelErrorKind, message: impl Into<String>) -> ModelError {
         ModelError::new(self.settings.name.clone(), kind, message)
     }

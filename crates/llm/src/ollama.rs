@@ -30,20 +30,13 @@ impl OllamaClient {
         })
     }
 
-    fn headers(&self) -> Vec<(&'static str, String)> {
-        match &self.transport.settings.api_key {
-            Some(key) => vec![("authorization", format!("Bearer {key}"))],
-            None => Vec::new(),
-        }
-    }
-
     async fn attempt(
         &self,
         body: &Value,
         on_delta: &OnDelta<'_>,
     ) -> Result<ModelResponse, ModelError> {
         let t = &self.transport;
-        let headers = self.headers();
+        let headers = self.transport.bearer_headers();
         let fallback = &t.settings.model;
         if !t.settings.stream {
             let reply = t.post_for_json(PATH, &headers, body).await?;

@@ -31,19 +31,12 @@ impl OpenAiClient {
         })
     }
 
-    fn headers(&self) -> Vec<(&'static str, String)> {
-        match &self.transport.settings.api_key {
-            Some(key) => vec![("authorization", format!("Bearer {key}"))],
-            None => Vec::new(),
-        }
-    }
-
     async fn attempt(
         &self,
         body: &Value,
         on_delta: &OnDelta<'_>,
     ) -> Result<ModelResponse, ModelError> {
-        let headers = self.headers();
+        let headers = self.transport.bearer_headers();
         self.transport
             .exchange::<StreamState>(PATH, &headers, body, on_delta)
             .await
