@@ -48,26 +48,16 @@ impl Runtime {
                 format!("must be between 1 and {MAX_TTL_SECS}"),
             ));
         }
-        let id = crate::messaging::pending_id("q", key, &asker.id);
-        if let Ok(existing) = self.inner.store.get_pending(&id).await {
-            return Ok(existing);
-        }
-        let item = self
-            .inner
-            .store
-            .create_pending(NewPending {
-                id,
-                kind: PendingKind::Question,
-                agent_id: Some(asker.id.clone()),
-                target_id: None,
-                payload: json!({"question": question, "options": options, "agent": asker.name}),
-                expires_at: Some(now_unix().saturating_add(ttl.try_into().unwrap_or(i64::MAX))),
-                letter: None,
-                followup_request,
-            })
-            .await?;
-        self.inner.bus.poke();
-        Ok(item)
+        let payload = json!({"question": question, "options": options, "agent": asker.name});
+        self.ask(
+            asker,
+            PendingKind::Question,
+            payload,
+            ttl,
+            key,
+            followup_request,
+        )
+        .await
     }
 
     /// Records that `command` (for `tool` with `arguments`) waits for the operator.
@@ -80,32 +70,45 @@ impl Runtime {
         pattern: &str,
         key: &str,
     ) -> Result<PendingItem, RuntimeError> {
-        let id = crate::messaging::pending_id("ap", key, &asker.id);
+        let payload = json!({"tool": tool, "arguments": arguments, "command": command,
+                             "pattern": pattern, "agent": asker.name});
+        let ttl = self.inner.config.daemon.question_ttl_secs;
+        self.ask(asker, PendingKind::Approval, payload, ttl, key, None)
+            .await
+    }
+
+    /// A question or approval for the operator, idempotent per `key`: the same key returns
+    /// the item recorded the first time.
+    async fn ask(
+        &self,
+        asker: &AgentRecord,
+        kind: PendingKind,
+        payload: serde_json::Value,
+        ttl_secs: u64,
+        key: &str,
+        followup_request: Option<String>,
+    ) -> Result<PendingItem, RuntimeError> {
+        let prefix = match kind {
+            PendingKind::Approval => "ap",
+            PendingKind::Question | PendingKind::Request => "q",
+        };
+        let id = crate::messaging::pending_id(prefix, key, &asker.id);
         if let Ok(existing) = self.inner.store.get_pending(&id).await {
             return Ok(existing);
         }
+        let ttl = i64::try_from(ttl_secs).unwrap_or(i64::MAX);
         let item = self
             .inner
             .store
             .create_pending(NewPending {
                 id,
-                kind: PendingKind::Approval,
+                kind,
                 agent_id: Some(asker.id.clone()),
                 target_id: None,
-                payload: json!({"tool": tool, "arguments": arguments, "command": command,
-                                "pattern": pattern, "agent": asker.name}),
-                expires_at: Some(
-                    now_unix().saturating_add(
-                        self.inner
-                            .config
-                            .daemon
-                            .question_ttl_secs
-                            .try_into()
-                            .unwrap_or(i64::MAX),
-                    ),
-                ),
+                payload,
+                expires_at: Some(now_unix().saturating_add(ttl)),
                 letter: None,
-                followup_request: None,
+                followup_request,
             })
             .await?;
         self.inner.bus.poke();
