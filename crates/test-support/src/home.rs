@@ -58,6 +58,24 @@ impl TestHome {
         }
         path
     }
+
+    /// The configuration of this home alone: its `reef.toml`, no project file, no
+    /// environment, no overrides.
+    ///
+    /// # Panics
+    /// When the configuration is invalid (the test wrote a bad `reef.toml`).
+    pub fn load_config(&self) -> reef_config::Config {
+        let opts = reef_config::LoadOptions {
+            home: self.reef_home(),
+            project_dir: None,
+            env: Default::default(),
+            overrides: Vec::new(),
+        };
+        match reef_config::Config::load(&opts) {
+            Ok(config) => config,
+            Err(e) => panic!("TestHome: invalid configuration: {e}"),
+        }
+    }
 }
 
 impl Default for TestHome {

@@ -1,7 +1,6 @@
 //! The supervisor end to end in one process: agents woken by their inbox, requests answered,
 //! questions and approvals, budgets, loop detection and the turn limit, against the mock model.
 
-use reef_config::{Config, LoadOptions};
 use reef_core::AgentState;
 use reef_runtime::{Runtime, RuntimeOptions, Sender, SpawnRequest, Templates};
 use reef_store::{InboxStatus, PendingKind, PendingStatus, StoredEvent};
@@ -26,13 +25,7 @@ pub async fn daemon(responder: Responder, extra: &str) -> Daemon {
          [sandbox]\nbackend = \"none\"\n\n{extra}",
         mock.base_url()
     ));
-    let config = Config::load(&LoadOptions {
-        home: home.reef_home(),
-        project_dir: None,
-        env: Default::default(),
-        overrides: Vec::new(),
-    })
-    .unwrap();
+    let config = home.load_config();
     let (runtime, _) = Runtime::start(RuntimeOptions {
         config,
         templates: Templates::builtin().unwrap(),

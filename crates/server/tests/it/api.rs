@@ -3,7 +3,6 @@
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use reef_config::{Config, LoadOptions};
 use reef_runtime::{Runtime, RuntimeOptions, Templates};
 use reef_test_support::{MockLlm, MockReply, TestHome};
 use serde_json::{Value, json};
@@ -25,13 +24,7 @@ async fn api() -> Api {
         "[providers.mock]\nbase_url = \"{}\"\nmodel = \"m\"\nstream = false\n\n[sandbox]\nbackend = \"none\"\n",
         mock.base_url()
     ));
-    let config = Config::load(&LoadOptions {
-        home: home.reef_home(),
-        project_dir: None,
-        env: Default::default(),
-        overrides: Vec::new(),
-    })
-    .unwrap();
+    let config = home.load_config();
     let (runtime, _) = Runtime::start(RuntimeOptions {
         config,
         templates: Templates::builtin().unwrap(),
