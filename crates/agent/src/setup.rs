@@ -30,6 +30,14 @@ pub fn provider_settings(provider: &ProviderConfig) -> ProviderSettings {
         retry_base: Duration::from_millis(provider.retry_base_ms),
         request_timeout: Duration::from_secs(provider.request_timeout_secs),
         max_output_tokens: provider.max_output_tokens,
+        local: provider
+            .model_path
+            .clone()
+            .map(|model_path| reef_llm::LocalModelSettings {
+                model_path,
+                threads: provider.threads,
+                context_tokens: provider.context_tokens,
+            }),
     }
 }
 

@@ -16,7 +16,10 @@ mod secrets;
 pub use daemon::{ApprovalsConfig, DaemonConfig};
 pub use error::ConfigError;
 pub use layers::{LoadOptions, Origin};
-pub use resolve::{AgentConfig, Config, ConfigEntry, PriceConfig, ProviderConfig, ToolsConfig};
+pub use resolve::{
+    AgentConfig, Config, ConfigEntry, DEFAULT_LOCAL_MODEL, LOCAL_PROVIDER, ModelsConfig,
+    PriceConfig, ProviderConfig, ToolsConfig,
+};
 pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,
 };

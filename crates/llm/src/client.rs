@@ -17,6 +17,38 @@ pub fn build_client(settings: ProviderSettings) -> Result<Arc<dyn ModelClient>, 
         WireApi::OpenaiChat => Arc::new(OpenAiClient::new(settings)?),
         WireApi::Anthropic => Arc::new(AnthropicClient::new(settings)?),
         WireApi::Ollama => Arc::new(OllamaClient::new(settings)?),
+        WireApi::Local => local_client(settings)?,
+    })
+}
+
+/// The embedded model for a `WireApi::Local` provider.
+#[cfg(feature = "local")]
+fn local_client(settings: ProviderSettings) -> Result<Arc<dyn ModelClient>, LlmError> {
+    let error = |message: String| LlmError::Local {
+        provider: settings.name.clone(),
+        message,
+    };
+    let local = settings
+        .local
+        .clone()
+        .ok_or_else(|| error("no model_path is set".into()))?;
+    let client = reef_local::LocalClient::new(reef_local::LocalSettings {
+        provider: settings.name.clone(),
+        model: settings.model.clone(),
+        model_path: local.model_path,
+        threads: local.threads,
+        context_tokens: local.context_tokens,
+        max_output_tokens: settings.max_output_tokens,
+    })
+    .map_err(|e| error(e.to_string()))?;
+    Ok(Arc::new(client))
+}
+
+#[cfg(not(feature = "local"))]
+fn local_client(settings: ProviderSettings) -> Result<Arc<dyn ModelClient>, LlmError> {
+    Err(LlmError::Local {
+        provider: settings.name,
+        message: "this reef was built without the `local` feature (embedded models)".into(),
     })
 }
 
@@ -25,6 +57,29 @@ pub fn build_client(settings: ProviderSettings) -> Result<Arc<dyn ModelClient>, 
 /// `Auth` error; failing to connect or to answer within `request_timeout` is an error too.
 pub async fn check_reachable(settings: &ProviderSettings) -> Result<String, ModelError> {
     let err = |kind, msg: String| ModelError::new(settings.name.clone(), kind, msg);
+    if settings.wire_api == WireApi::Local {
+        // In-process: "reachable" means the model file is there.
+        let path = settings.local.as_ref().map(|l| l.model_path.clone());
+        return match path {
+            Some(path) if path.is_file() => {
+                let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+                Ok(format!(
+                    "{} ({} MB, in-process)",
+                    path.display(),
+                    size / 1_000_000
+                ))
+            }
+            Some(path) => Err(err(
+                ModelErrorKind::NotFound,
+                format!(
+                    "{} is missing; fetch it with `reef models pull {}`",
+                    path.display(),
+                    settings.model
+                ),
+            )),
+            None => Err(err(ModelErrorKind::NotFound, "no model_path is set".into())),
+        };
+    }
     let url =
         validate_base_url(settings).map_err(|e| err(ModelErrorKind::BadRequest, e.to_string()))?;
     let client = build_http_client(Some(settings.request_timeout), url.scheme() == "https")
@@ -45,8 +100,8 @@ pub async fn check_reachable(settings: &ProviderSettings) -> Result<String, Mode
                 request = request.header("x-api-key", key);
             }
         }
-        (WireApi::OpenaiChat | WireApi::Ollama, None) => {}
-        (WireApi::Ollama, Some(key)) => {
+        (WireApi::OpenaiChat | WireApi::Ollama | WireApi::Local, None) => {}
+        (WireApi::Ollama | WireApi::Local, Some(key)) => {
             request = request.header("authorization", format!("Bearer {key}"));
         }
     }

@@ -22,4 +22,7 @@ pub enum LlmError {
     /// The HTTP client could not be built.
     #[error("HTTP client setup failed: {0}")]
     HttpClient(String),
+    /// A local model could not be set up (its file is missing, or reef was built without it).
+    #[error("provider `{provider}`: {message}")]
+    Local { provider: String, message: String },
 }

@@ -94,7 +94,7 @@ pub(crate) fn validate_base_url(settings: &ProviderSettings) -> Result<reqwest::
 }
 
 /// A reqwest error with its sources, e.g. "error sending request: connection refused".
-pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
+pub fn error_chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(s) = source {

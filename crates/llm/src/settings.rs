@@ -24,8 +24,19 @@ pub struct ProviderSettings {
     /// Limit for a whole non-streamed request, and for the response headers and each gap
     /// between chunks of a streamed one (default 120 s).
     pub request_timeout: Duration,
-    /// `max_tokens` for Anthropic, which requires it (default 4096).
+    /// `max_tokens` for Anthropic, which requires it (default 4096); the reply limit of a
+    /// local model.
     pub max_output_tokens: u32,
+    /// `WireApi::Local`: the GGUF file, threads (None: idle cores) and context window.
+    pub local: Option<LocalModelSettings>,
+}
+
+/// What a local (in-process) model needs besides the common settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalModelSettings {
+    pub model_path: std::path::PathBuf,
+    pub threads: Option<u32>,
+    pub context_tokens: u32,
 }
 
 impl Default for ProviderSettings {
@@ -41,6 +52,7 @@ impl Default for ProviderSettings {
             retry_base: Duration::from_millis(500),
             request_timeout: Duration::from_secs(120),
             max_output_tokens: 4096,
+            local: None,
         }
     }
 }
@@ -66,6 +78,7 @@ impl fmt::Debug for ProviderSettings {
             .field("retry_base", &self.retry_base)
             .field("request_timeout", &self.request_timeout)
             .field("max_output_tokens", &self.max_output_tokens)
+            .field("local", &self.local)
             .finish()
     }
 }

@@ -283,7 +283,8 @@ async fn handle(State(state): State<Shared>, request: Request) -> Response {
         model,
         input_tokens: (bytes.len() / 4) as u64,
         id_prefix: match wire {
-            WireApi::OpenaiChat => "call_",
+            // The local wire never reaches an HTTP server; it is grouped with OpenAI's.
+            WireApi::OpenaiChat | WireApi::Local => "call_",
             WireApi::Anthropic => "toolu_",
             WireApi::Ollama => "ollama_",
         },
@@ -291,7 +292,7 @@ async fn handle(State(state): State<Shared>, request: Request) -> Response {
     };
     let action = plan(reply, &facts);
     match wire {
-        WireApi::OpenaiChat => openai::render(
+        WireApi::OpenaiChat | WireApi::Local => openai::render(
             action,
             openai::Mode {
                 stream,

@@ -22,10 +22,81 @@ fn defaults_apply_without_any_file() {
     assert_eq!(config.agent.max_rounds, 25);
     assert_eq!(config.tools.shell_timeout_secs, 30);
     assert_eq!(config.store_path, fx.home().join("reef.db"));
-    assert!(config.default_provider.is_none());
-    let err = config.provider().unwrap_err().to_string();
-    assert!(err.contains("no model provider"), "{err}");
+    // Zero configuration: the embedded local model is the default provider.
+    assert!(config.implicit_local);
+    assert_eq!(config.model_chain, ["local"]);
+    let local = config.provider().unwrap();
+    assert_eq!(local.wire_api, WireApi::Local);
+    assert_eq!(local.model, reef_config::DEFAULT_LOCAL_MODEL);
+    assert_eq!(
+        local.model_path.as_deref(),
+        Some(
+            fx.home()
+                .join("models/qwen2.5-coder-1.5b-instruct.gguf")
+                .as_path()
+        )
+    );
+    assert_eq!((local.threads, local.context_tokens), (None, 8192));
+    assert_eq!(config.models.index_url, "https://pypi.org/simple");
     assert_eq!(origin(&config, "agent.max_rounds"), Origin::Default);
+    assert_eq!(origin(&config, "providers.local.model"), Origin::Default);
+}
+
+#[test]
+fn local_providers_are_validated_field_by_field() {
+    let fx = Fixture::new();
+    fx.write(
+        Path::new("home/reef.toml"),
+        "[models]\ndir = \"/srv/gguf\"\n[providers.small]\nwire_api = \"local\"\nmodel = \"qwen2.5-coder-0.5b-instruct\"\nthreads = 3\ncontext_tokens = 4096\n[providers.mine]\nwire_api = \"local\"\nmodel = \"custom\"\nmodel_path = \"custom/q8.gguf\"\n[model]\ndefault = [\"small\", \"mine\"]\n",
+    );
+    let config = fx.load(&[], &[]).unwrap();
+    assert!(!config.implicit_local);
+    let small = &config.providers["small"];
+    assert_eq!(
+        small.model_path.as_deref(),
+        Some(Path::new("/srv/gguf/qwen2.5-coder-0.5b-instruct.gguf"))
+    );
+    assert_eq!((small.threads, small.context_tokens), (Some(3), 4096));
+    assert_eq!(
+        config.providers["mine"].model_path.as_deref(),
+        Some(Path::new("/srv/gguf/custom/q8.gguf"))
+    );
+
+    let cases = [
+        (
+            "[providers.l]\nwire_api = \"local\"\nbase_url = \"http://x\"\n",
+            "providers.l.base_url",
+            "no base_url",
+        ),
+        (
+            "[providers.l]\nwire_api = \"local\"\nthreads = 0\n",
+            "providers.l.threads",
+            "at least 1",
+        ),
+        (
+            "[providers.l]\nwire_api = \"local\"\ncontext_tokens = 100\n",
+            "providers.l.context_tokens",
+            "out of range",
+        ),
+        (
+            "[providers.o]\nbase_url = \"http://x\"\nmodel = \"m\"\nthreads = 2\n",
+            "providers.o.threads",
+            "only applies to wire_api = \"local\"",
+        ),
+        (
+            "[models]\nindex_url = \"pypi.org\"\n",
+            "models.index_url",
+            "not an http",
+        ),
+    ];
+    for (toml, key, message) in cases {
+        fx.write(Path::new("home/reef.toml"), toml);
+        let err = fx.load(&[], &[]).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("`{key}`")) && err.contains(message),
+            "{toml}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -4,6 +4,7 @@
 mod common;
 mod errors;
 mod failover;
+mod local;
 mod reachable;
 mod replies;
 mod tools;

@@ -7,7 +7,7 @@ use reef_test_support::MockLlm;
 
 #[tokio::test]
 async fn mock_is_reachable_on_both_wires_without_spending_the_script() {
-    for wire in WireApi::ALL {
+    for wire in WireApi::HTTP {
         let mock = MockLlm::start(vec![]).await;
         let description = check_reachable(&settings(&mock, wire, true)).await.unwrap();
         assert!(description.contains("HTTP 200"), "{description}");
@@ -23,7 +23,7 @@ async fn mock_is_reachable_on_both_wires_without_spending_the_script() {
             WireApi::Ollama => {
                 assert_eq!(req.header("authorization"), Some("Bearer sk-test-key"));
             }
-            WireApi::OpenaiChat => {
+            WireApi::OpenaiChat | WireApi::Local => {
                 assert_eq!(req.header("authorization"), Some("Bearer sk-test-key"));
             }
             WireApi::Anthropic => {

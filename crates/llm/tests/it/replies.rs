@@ -49,7 +49,7 @@ async fn text_reply_streams_deltas_and_reports_usage() {
                 assert_eq!(req.body["stream"], stream);
                 assert_eq!(req.message_count(), 2);
             }
-            WireApi::OpenaiChat => {
+            WireApi::OpenaiChat | WireApi::Local => {
                 assert_eq!(req.header("authorization"), Some("Bearer sk-test-key"));
                 assert_eq!(req.body["messages"][0]["role"], "system");
                 assert_eq!(req.message_count(), 2);

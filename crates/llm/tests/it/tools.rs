@@ -111,7 +111,7 @@ async fn tool_call_round_trip() {
                 assert_eq!(messages[3]["tool_name"], "read_file");
                 assert_eq!(messages[4]["tool_name"], "shell");
             }
-            WireApi::OpenaiChat => {
+            WireApi::OpenaiChat | WireApi::Local => {
                 assert_eq!(req.header("authorization"), Some("Bearer sk-test-key"));
                 // system, user, assistant, tool, tool
                 assert_eq!(req.message_count(), 5, "{mode}");

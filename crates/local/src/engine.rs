@@ -1,0 +1,409 @@
+//! The inference thread: owns one loaded GGUF model and its context, renders prompts with the
+//! model's chat template, decodes only what the KV cache does not already hold, and samples a
+//! reply (greedy, under the tool grammar when tools are offered), streaming text as it comes.
+
+use crate::error::LocalError;
+use crate::template::ChatTemplate;
+use crate::{grammar, protocol};
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use reef_core::{ModelRequest, StopReason};
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Tokens decoded per `llama_decode` call while reading a prompt.
+const BATCH: usize = 512;
+
+/// How an engine is loaded.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct EngineSettings {
+    pub model_path: PathBuf,
+    /// Threads for prompt reading and generation.
+    pub threads: u32,
+    /// The context window in tokens (prompt plus reply).
+    pub context_tokens: u32,
+}
+
+/// What one request produced.
+#[derive(Clone, Debug)]
+pub struct Generation {
+    pub text: String,
+    pub stop: StopReason,
+    /// Tokens of the rendered prompt.
+    pub prompt_tokens: u64,
+    /// Of those, tokens already in the KV cache from the previous request (not decoded again).
+    pub cached_tokens: u64,
+    pub output_tokens: u64,
+    /// Time spent decoding the uncached part of the prompt.
+    pub prompt_time: Duration,
+    /// Time spent generating the reply.
+    pub generation_time: Duration,
+}
+
+/// Messages from the inference thread while a request runs.
+#[derive(Debug)]
+pub enum EngineEvent {
+    Text(String),
+    Done(Result<Generation, LocalError>),
+}
+
+struct Job {
+    request: ModelRequest,
+    max_output_tokens: u32,
+    events: UnboundedSender<EngineEvent>,
+}
+
+/// A running inference thread; dropping the last handle ends it.
+#[derive(Debug)]
+pub struct Engine {
+    jobs: mpsc::Sender<Job>,
+    pub settings: EngineSettings,
+}
+
+impl Engine {
+    /// Loads the model on a new thread and waits until it is ready (seconds for large models:
+    /// call from a blocking context).
+    pub fn start(settings: EngineSettings) -> Result<Engine, LocalError> {
+        let (jobs, job_rx) = mpsc::channel::<Job>();
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), LocalError>>();
+        let thread_settings = settings.clone();
+        std::thread::Builder::new()
+            .name("reef-local-model".into())
+            .spawn(move || run(thread_settings, job_rx, ready_tx))
+            .map_err(|e| LocalError::Load {
+                path: settings.model_path.clone(),
+                message: format!("cannot start the inference thread: {e}"),
+            })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Engine { jobs, settings }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(LocalError::Load {
+                path: settings.model_path.clone(),
+                message: "the inference thread ended while loading".into(),
+            }),
+        }
+    }
+
+    /// Queues a request; its events arrive on `events`. Requests run one at a time.
+    pub fn submit(
+        &self,
+        request: ModelRequest,
+        max_output_tokens: u32,
+        events: UnboundedSender<EngineEvent>,
+    ) -> Result<(), LocalError> {
+        self.jobs
+            .send(Job {
+                request,
+                max_output_tokens,
+                events,
+            })
+            .map_err(|_| LocalError::Stopped)
+    }
+}
+
+/// llama.cpp's backend is process-wide state in C (initialised once per process); this mirrors
+/// it rather than pretending it can be owned.
+fn backend() -> Result<&'static LlamaBackend, LocalError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| LocalError::Backend(e.clone()))
+}
+
+fn run(
+    settings: EngineSettings,
+    jobs: mpsc::Receiver<Job>,
+    ready: mpsc::Sender<Result<(), LocalError>>,
+) {
+    let load_error = |message: String| LocalError::Load {
+        path: settings.model_path.clone(),
+        message,
+    };
+    let loaded = backend().and_then(|backend| {
+        let model =
+            LlamaModel::load_from_file(backend, &settings.model_path, &LlamaModelParams::default())
+                .map_err(|e| load_error(format!("not a loadable GGUF model ({e})")))?;
+        Ok((backend, model))
+    });
+    let (backend, model) = match loaded {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let vocab = model.vocab();
+    let piece_text = |t: LlamaToken| {
+        vocab
+            .text(t)
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let template = match ChatTemplate::new(
+        model
+            .chat_template(None)
+            .ok()
+            .and_then(|t| t.to_string().ok())
+            .as_deref(),
+        &piece_text(vocab.bos()),
+        &piece_text(vocab.eos()),
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = ready.send(Err(load_error(format!(
+                "its chat template does not compile: {e}"
+            ))));
+            return;
+        }
+    };
+    let threads = i32::try_from(settings.threads.max(1)).unwrap_or(1);
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(settings.context_tokens.max(256)))
+        .with_n_batch(BATCH as u32)
+        .with_n_threads(threads)
+        .with_n_threads_batch(threads);
+    let mut ctx = match model.new_context(backend, params) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            let _ = ready.send(Err(load_error(format!("cannot create a context ({e})"))));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    let mut session = Session {
+        model: &model,
+        template,
+        cached: Vec::new(),
+        batch: LlamaBatch::new(BATCH, 1),
+    };
+    while let Ok(job) = jobs.recv() {
+        let result = session.generate(&mut ctx, &job);
+        if result.is_err() {
+            // A failed decode may leave the cache in any state: start clean next time.
+            session.cached.clear();
+            ctx.clear_kv_cache();
+        }
+        let _ = job.events.send(EngineEvent::Done(result));
+    }
+}
+
+/// The model, its template, and what the context's KV cache holds (sequence 0).
+struct Session<'m> {
+    model: &'m LlamaModel,
+    template: ChatTemplate,
+    cached: Vec<LlamaToken>,
+    batch: LlamaBatch<'static>,
+}
+
+impl Session<'_> {
+    fn generate(
+        &mut self,
+        ctx: &mut LlamaContext<'_>,
+        job: &Job,
+    ) -> Result<Generation, LocalError> {
+        let request = &job.request;
+        let prompt = self
+            .template
+            .render(&request.messages, &request.tools)
+            .map_err(|e| LocalError::Template(e.to_string()))?;
+        let tokens = self.model.vocab().tokenize(prompt.as_bytes(), false, true);
+        let n_ctx = ctx.n_ctx() as usize;
+        if tokens.is_empty() {
+            return Err(LocalError::Template(
+                "the chat template rendered an empty prompt".into(),
+            ));
+        }
+        if tokens.len() >= n_ctx {
+            return Err(LocalError::ContextLength {
+                prompt_tokens: tokens.len(),
+                context_tokens: n_ctx,
+            });
+        }
+
+        // Reuse the cached prefix; at least the last prompt token is decoded for its logits.
+        let mut reuse = self
+            .cached
+            .iter()
+            .zip(&tokens)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if reuse == tokens.len() {
+            reuse -= 1;
+        }
+        let _ = ctx.clear_kv_cache_seq(Some(0), Some(reuse as u32), None);
+        self.cached.truncate(reuse);
+
+        let started = Instant::now();
+        let mut last_index = 0;
+        for (chunk_start, chunk) in tokens[reuse..]
+            .chunks(BATCH)
+            .enumerate()
+            .map(|(i, c)| (reuse + i * BATCH, c))
+        {
+            self.batch.clear();
+            for (offset, token) in chunk.iter().enumerate() {
+                let pos = chunk_start + offset;
+                let last = pos + 1 == tokens.len();
+                self.batch
+                    .add(*token, pos as i32, &[0], last)
+                    .map_err(|e| LocalError::Decode(e.to_string()))?;
+            }
+            ctx.decode(&mut self.batch)
+                .map_err(|e| LocalError::Decode(e.to_string()))?;
+            self.cached.extend_from_slice(chunk);
+            last_index = self.batch.n_tokens() - 1;
+        }
+        let prompt_time = started.elapsed();
+
+        let mut grammar =
+            match grammar::for_tools(&request.tools) {
+                Some(g) => Some(LlamaSampler::grammar(self.model, &g, "root").map_err(|e| {
+                    LocalError::Template(format!("the tool grammar was refused: {e}"))
+                })?),
+                None => None,
+            };
+        let started = Instant::now();
+        let mut text = String::new();
+        let mut pending_bytes: Vec<u8> = Vec::new();
+        let mut output_tokens = 0u64;
+        let mut streaming = None::<bool>;
+        let stop = loop {
+            if output_tokens >= u64::from(job.max_output_tokens) || self.cached.len() >= n_ctx {
+                break StopReason::MaxTokens;
+            }
+            let token = pick(ctx, last_index, grammar.as_mut());
+            if self.model.vocab().is_eog(token) {
+                break StopReason::EndTurn;
+            }
+            if let Some(g) = grammar.as_mut() {
+                g.accept(token);
+            }
+            output_tokens += 1;
+            pending_bytes.extend(self.model.vocab().token_to_piece(token, true, None));
+            let piece = take_utf8(&mut pending_bytes);
+            if !piece.is_empty() {
+                text.push_str(&piece);
+                // A reply that opens with a call is not shown as text while it is generated.
+                let stream = *streaming.get_or_insert_with(|| !text.trim_start().starts_with('<'));
+                if stream && job.events.send(EngineEvent::Text(piece)).is_err() {
+                    return Err(LocalError::Cancelled);
+                }
+            }
+            if job.events.is_closed() {
+                return Err(LocalError::Cancelled);
+            }
+            self.batch.clear();
+            self.batch
+                .add(token, self.cached.len() as i32, &[0], true)
+                .map_err(|e| LocalError::Decode(e.to_string()))?;
+            ctx.decode(&mut self.batch)
+                .map_err(|e| LocalError::Decode(e.to_string()))?;
+            self.cached.push(token);
+            last_index = 0;
+        };
+        text.push_str(&String::from_utf8_lossy(&pending_bytes));
+        let stop = match stop {
+            StopReason::EndTurn if text.trim_start().starts_with(protocol::CALL_OPEN) => {
+                StopReason::ToolUse
+            }
+            other => other,
+        };
+        Ok(Generation {
+            text,
+            stop,
+            prompt_tokens: tokens.len() as u64,
+            cached_tokens: reuse as u64,
+            output_tokens,
+            prompt_time,
+            generation_time: started.elapsed(),
+        })
+    }
+}
+
+/// The most likely next token; under a grammar, the most likely one the grammar allows. The
+/// grammar is consulted for the greedy choice first and only filters the whole vocabulary when
+/// that choice is not allowed, which keeps free-text answers nearly as fast as without one.
+fn pick(ctx: &LlamaContext<'_>, index: i32, grammar: Option<&mut LlamaSampler>) -> LlamaToken {
+    let logits = ctx.get_logits_ith(index);
+    let best = argmax(logits.iter().copied().enumerate());
+    let Some(grammar) = grammar else {
+        return best;
+    };
+    let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(best, 0.0, 0.0)], false);
+    single.apply_sampler(grammar);
+    if single.data.first().is_some_and(|d| d.logit().is_finite()) {
+        return best;
+    }
+    let mut all = ctx.token_data_array_ith(index);
+    all.apply_sampler(grammar);
+    let allowed = all
+        .data
+        .iter()
+        .filter(|d| d.logit().is_finite())
+        .map(|d| (d.id().0 as usize, d.logit()));
+    argmax(allowed)
+}
+
+fn argmax(scores: impl Iterator<Item = (usize, f32)>) -> LlamaToken {
+    let (index, _) = scores.fold((0usize, f32::NEG_INFINITY), |best, (i, s)| {
+        if s > best.1 { (i, s) } else { best }
+    });
+    LlamaToken(index as i32)
+}
+
+/// The longest valid UTF-8 prefix of `bytes` (removed from it); an incomplete character at the
+/// end stays for the next token, invalid bytes become U+FFFD.
+fn take_utf8(bytes: &mut Vec<u8>) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => {
+            let s = s.to_owned();
+            bytes.clear();
+            s
+        }
+        Err(e) if e.error_len().is_none() => {
+            let valid = e.valid_up_to();
+            let rest = bytes.split_off(valid);
+            let s = String::from_utf8_lossy(bytes).into_owned();
+            *bytes = rest;
+            s
+        }
+        Err(_) => {
+            let s = String::from_utf8_lossy(bytes).into_owned();
+            bytes.clear();
+            s
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_split_across_tokens_is_held_back() {
+        let euro = "€".as_bytes();
+        let mut buf = vec![b'a', euro[0], euro[1]];
+        assert_eq!(take_utf8(&mut buf), "a");
+        buf.push(euro[2]);
+        assert_eq!(take_utf8(&mut buf), "€");
+        assert!(buf.is_empty());
+        let mut bad = vec![0xff, b'b'];
+        assert_eq!(take_utf8(&mut bad), "\u{fffd}b");
+    }
+}

@@ -1,0 +1,173 @@
+//! Chat templates: the Jinja template stored in the GGUF (`tokenizer.chat_template`), rendered
+//! with minijinja into the prompt text, with reef's tool-call protocol for templates that have
+//! none of their own.
+
+use crate::protocol;
+use minijinja::{Environment, ErrorKind, Value, context};
+use reef_core::{Message, ToolSpec};
+use serde::Serialize;
+
+/// ChatML, used when a GGUF carries no template of its own.
+const CHATML: &str = "{%- for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+/// A model's chat template, compiled once.
+#[derive(Debug)]
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    /// The template renders `tools` itself (it mentions them); otherwise reef describes the
+    /// tools and the call format in the system message.
+    native_tools: bool,
+    bos: String,
+    eos: String,
+}
+
+#[derive(Serialize)]
+struct TemplateMessage {
+    role: &'static str,
+    content: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<TemplateToolCall>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<String>,
+}
+
+#[derive(Serialize)]
+struct TemplateToolCall {
+    id: String,
+    r#type: &'static str,
+    function: TemplateFunction,
+}
+
+#[derive(Serialize)]
+struct TemplateFunction {
+    name: String,
+    /// An object, as templates expect (`arguments | tojson`).
+    arguments: serde_json::Value,
+}
+
+impl ChatTemplate {
+    /// Compiles `source` (None: ChatML). `bos`/`eos` are the model's special token texts.
+    pub fn new(source: Option<&str>, bos: &str, eos: &str) -> Result<Self, minijinja::Error> {
+        let source = source.filter(|s| !s.trim().is_empty()).unwrap_or(CHATML);
+        let mut env = Environment::new();
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", |message: String| -> Result<Value, _> {
+            Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+        });
+        env.add_function("strftime_now", |format: String| -> String {
+            // Templates use it for "today's date"; a fixed, format-shaped answer keeps prompts
+            // stable (and the KV cache reusable) across the rounds of a turn.
+            format
+                .replace("%d", "01")
+                .replace("%b", "Jan")
+                .replace("%Y", "2025")
+        });
+        env.add_template_owned("chat", source.to_owned())?;
+        Ok(Self {
+            native_tools: source.contains("tools"),
+            env,
+            bos: bos.to_owned(),
+            eos: eos.to_owned(),
+        })
+    }
+
+    /// Whether the template renders tool definitions itself.
+    pub fn native_tools(&self) -> bool {
+        self.native_tools
+    }
+
+    /// The prompt for `messages` and `tools`, ending where the assistant's reply starts.
+    pub fn render(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<String, minijinja::Error> {
+        let mut rendered: Vec<TemplateMessage> = messages.iter().map(to_template).collect();
+        let tool_values: Vec<serde_json::Value> = tools.iter().map(protocol::tool_json).collect();
+        if !tools.is_empty() && !self.native_tools {
+            let instructions = protocol::instructions(tools);
+            match rendered.first_mut() {
+                Some(first) if first.role == "system" => {
+                    first.content = format!("{}\n\n{instructions}", first.content);
+                }
+                _ => rendered.insert(
+                    0,
+                    TemplateMessage {
+                        role: "system",
+                        content: instructions,
+                        tool_calls: Vec::new(),
+                        name: None,
+                        tool_call_id: None,
+                    },
+                ),
+            }
+            // Without native support, calls and results travel as plain text.
+            for m in &mut rendered {
+                if m.role == "assistant" && !m.tool_calls.is_empty() {
+                    let calls = std::mem::take(&mut m.tool_calls);
+                    m.content = protocol::render_calls(
+                        &m.content,
+                        calls
+                            .iter()
+                            .map(|c| (c.function.name.as_str(), &c.function.arguments)),
+                    );
+                } else if m.role == "tool" {
+                    m.role = "user";
+                    m.content = protocol::render_result(&m.content);
+                }
+            }
+        }
+        let template = self.env.get_template("chat")?;
+        template.render(context! {
+            messages => rendered,
+            tools => if tools.is_empty() { None } else { Some(tool_values) },
+            add_generation_prompt => true,
+            bos_token => &self.bos,
+            eos_token => &self.eos,
+        })
+    }
+}
+
+fn to_template(message: &Message) -> TemplateMessage {
+    let plain = |role, content: &str| TemplateMessage {
+        role,
+        content: content.to_owned(),
+        tool_calls: Vec::new(),
+        name: None,
+        tool_call_id: None,
+    };
+    match message {
+        Message::System { content } => plain("system", content),
+        Message::User { content } => plain("user", content),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => TemplateMessage {
+            tool_calls: tool_calls
+                .iter()
+                .map(|c| TemplateToolCall {
+                    id: c.id.to_string(),
+                    r#type: "function",
+                    function: TemplateFunction {
+                        name: c.name.clone(),
+                        arguments: serde_json::from_str(&c.arguments)
+                            .unwrap_or_else(|_| serde_json::Value::String(c.arguments.clone())),
+                    },
+                })
+                .collect(),
+            ..plain("assistant", content)
+        },
+        Message::Tool {
+            call_id,
+            name,
+            content,
+            ..
+        } => TemplateMessage {
+            name: Some(name.clone()),
+            tool_call_id: Some(call_id.to_string()),
+            ..plain("tool", content)
+        },
+    }
+}

