@@ -156,6 +156,19 @@ pub fn session_options(config: &Config, workspace: PathBuf) -> SessionOptions {
 /// The built-in prices with `[prices]` from config laid over them.
 pub fn prices(config: &Config) -> Arc<reef_llm::Prices> {
     let mut prices = reef_llm::Prices::defaults();
+    // A model run in-process costs no money (unless `[prices]` says otherwise below).
+    for provider in config.providers.values() {
+        if provider.wire_api == reef_core::WireApi::Local {
+            prices.set(
+                &provider.model,
+                reef_llm::Price {
+                    input: 0.0,
+                    output: 0.0,
+                    cached_input: None,
+                },
+            );
+        }
+    }
     for (model, p) in &config.prices {
         prices.set(
             model,

@@ -222,6 +222,7 @@ impl Session<'_> {
             .template
             .render(&request.messages, &request.tools)
             .map_err(|e| LocalError::Template(e.to_string()))?;
+        tracing::trace!(%prompt, "rendered prompt");
         let tokens = self.model.vocab().tokenize(prompt.as_bytes(), false, true);
         let n_ctx = ctx.n_ctx() as usize;
         if tokens.is_empty() {
@@ -319,9 +320,7 @@ impl Session<'_> {
         };
         text.push_str(&String::from_utf8_lossy(&pending_bytes));
         let stop = match stop {
-            StopReason::EndTurn if text.trim_start().starts_with(protocol::CALL_OPEN) => {
-                StopReason::ToolUse
-            }
+            StopReason::EndTurn if text.contains(protocol::CALL_OPEN) => StopReason::ToolUse,
             other => other,
         };
         Ok(Generation {

@@ -24,10 +24,11 @@ pub fn for_tools(tools: &[ToolSpec]) -> Option<String> {
         return None;
     }
     let mut g = String::new();
-    // An answer is text that does not start a call; calls may be several, separated by
-    // whitespace.
+    // An answer is text that does not look like the start of a call (a tag, a JSON object or
+    // a code fence, which small models otherwise use to write calls as text); calls may be
+    // several, separated by whitespace.
     g.push_str("root ::= answer | calls\n");
-    g.push_str("answer ::= [^<] .*\n");
+    g.push_str("answer ::= [^<{`] .*\n");
     g.push_str("calls ::= call ( ws call )*\n");
     let alternatives: Vec<String> = (0..tools.len()).map(|i| format!("tool-{i}")).collect();
     let _ = writeln!(

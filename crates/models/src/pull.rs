@@ -118,6 +118,8 @@ impl Puller {
                         .await
                         .map_err(|e| ModelsError::io(&path, e))?;
                     let _ = tokio::fs::remove_dir_all(&work).await;
+                    // Only succeeds when no other download is in progress.
+                    let _ = tokio::fs::remove_dir(self.store.partial_dir()).await;
                     return Ok(PullOutcome::Downloaded {
                         path,
                         source: label,

@@ -63,7 +63,10 @@ impl ModelStore {
             else {
                 continue;
             };
-            let meta = entry.metadata().map_err(|e| ModelsError::io(&path, e))?;
+            // Follows symlinks: a model linked in from elsewhere counts.
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
             if !meta.is_file() {
                 continue;
             }

@@ -4,7 +4,6 @@
 mod common;
 mod errors;
 mod failover;
-mod local;
 mod reachable;
 mod replies;
 mod tools;

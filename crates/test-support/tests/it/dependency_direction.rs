@@ -9,7 +9,12 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
     BTreeMap::from([
         ("reef-core", Some(&[][..])),
         ("reef-config", Some(&["reef-core"][..])),
-        ("reef-llm", Some(&["reef-core"][..])),
+        ("reef-llm", Some(&["reef-core", "reef-local"][..])),
+        ("reef-local", Some(&["reef-core"][..])),
+        (
+            "reef-models",
+            Some(&["reef-core", "reef-config", "reef-llm"][..]),
+        ),
         ("reef-sandbox", Some(&["reef-core", "reef-security"][..])),
         ("reef-security", Some(&["reef-core"][..])),
         ("reef-store", Some(&["reef-core"][..])),
