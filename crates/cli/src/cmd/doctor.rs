@@ -202,7 +202,16 @@ async fn provider_check(config: &reef_config::Config) -> Check {
         (None, None) => "no key configured".to_owned(),
     };
     let settings = reef_agent::provider_settings(provider);
+    let local = provider.wire_api == reef_core::WireApi::Local;
     match reef_llm::check_reachable(&settings).await {
+        Ok(detail) if local => Check {
+            name: "provider",
+            status: Status::Ok,
+            detail: format!(
+                "{} (local model {}): {detail}",
+                provider.name, provider.model
+            ),
+        },
         Ok(detail) => Check {
             name: "provider",
             status: Status::Ok,
@@ -210,6 +219,11 @@ async fn provider_check(config: &reef_config::Config) -> Check {
                 "{} ({} {} at {}; {key}): {detail}",
                 provider.name, provider.wire_api, provider.model, provider.base_url
             ),
+        },
+        Err(err) if local => Check {
+            name: "provider",
+            status: Status::Fail,
+            detail: err.to_string(),
         },
         Err(err) => Check {
             name: "provider",

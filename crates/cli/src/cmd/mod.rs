@@ -1,18 +1,24 @@
 //! One module per subcommand; `dispatch` routes the parsed command line to it.
 
 mod agents;
+#[cfg(feature = "local")]
+mod bench;
 mod chat;
 mod client;
 mod config;
 mod cost;
 mod doctor;
+mod models;
 mod run;
 pub mod sandbox;
 mod serve;
 mod session;
 mod sessions;
 
-use crate::args::{Cli, Command, ConfigCommand, SandboxCommand};
+use crate::args::{BenchCommand, Cli, Command, ConfigCommand, SandboxCommand};
+
+/// The task `reef bench model` runs by default (the README's first command).
+pub const BENCH_TASK: &str = "How much free disk space is there?";
 
 /// Runs the chosen command and returns its exit code.
 pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
@@ -38,5 +44,24 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Answer(args) => agents::answer(&cli.overrides, args).await,
         Command::Approve(args) => agents::approve(&cli.overrides, args).await,
         Command::Deny(args) => agents::deny(&cli.overrides, args).await,
+        Command::Models { command } => models::models(&cli.overrides, command).await,
+        Command::Bench {
+            command: BenchCommand::Model(args),
+        } => bench_model(&cli.overrides, args).await,
     }
+}
+
+#[cfg(feature = "local")]
+async fn bench_model(
+    overrides: &[String],
+    args: crate::args::BenchModelArgs,
+) -> anyhow::Result<u8> {
+    bench::model(overrides, args).await
+}
+
+#[cfg(not(feature = "local"))]
+async fn bench_model(_: &[String], _: crate::args::BenchModelArgs) -> anyhow::Result<u8> {
+    Err(crate::exit::Exit::usage(
+        "this reef was built without the `local` feature (embedded models)",
+    ))
 }

@@ -11,6 +11,7 @@ use std::io::{IsTerminal as _, Read as _};
 pub async fn run(overrides: &[String], args: RunArgs) -> anyhow::Result<u8> {
     let prompt = read_prompt(&args.prompt)?;
     let (config, store) = session::prepare(overrides)?;
+    super::models::ensure_installed(&config, args.yes).await?;
     let tools = session::Tools::from_config(&config).await?;
     let session = session::open(&config, &store, &tools, args.session.as_deref()).await?;
     let mode = if args.json { Mode::Json } else { Mode::Human };

@@ -42,7 +42,7 @@ fn write_then_read(wire: &str, stream: bool, json_mode: bool) {
     }
     match expected_wire {
         WireApi::Anthropic => assert_eq!(requests[0].header("x-api-key"), Some("test-key-123")),
-        WireApi::OpenaiChat | WireApi::Ollama => {
+        WireApi::OpenaiChat | WireApi::Ollama | WireApi::Local => {
             assert_eq!(
                 requests[0].header("authorization"),
                 Some("Bearer test-key-123")

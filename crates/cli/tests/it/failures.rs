@@ -172,11 +172,18 @@ fn a_config_value_of_the_wrong_type_names_file_and_key() {
 }
 
 #[test]
-fn no_provider_and_no_prompt_are_usage_errors() {
+fn a_missing_local_model_and_no_prompt_are_usage_errors() {
+    // No provider: the embedded default model, which is not downloaded and cannot be offered
+    // without a terminal.
     let home = TestHome::new();
     let out = reef(&home).args(["run", "hi"]).assert().code(2);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-    assert!(stderr.contains("no model provider"), "{stderr}");
+    assert!(
+        stderr.contains("No model provider is configured")
+            && stderr.contains("reef models pull qwen2.5-coder-1.5b-instruct")
+            && stderr.contains("--yes"),
+        "{stderr}"
+    );
 
     let mock = MockLlm::start_blocking(vec![]);
     let home = home_for(&mock, "openai-chat", true);
