@@ -39,8 +39,7 @@ fn local_client(settings: ProviderSettings) -> Result<Arc<dyn ModelClient>, LlmE
         threads: local.threads,
         context_tokens: local.context_tokens,
         max_output_tokens: settings.max_output_tokens,
-    })
-    .map_err(|e| error(e.to_string()))?;
+    });
     Ok(Arc::new(client))
 }
 

@@ -77,19 +77,15 @@ pub struct LocalClient {
 }
 
 impl LocalClient {
-    /// Checks that the model file exists; the model is loaded on the first request.
-    pub fn new(settings: LocalSettings) -> Result<Self, LocalError> {
-        if !settings.model_path.is_file() {
-            return Err(LocalError::Missing {
-                path: settings.model_path.clone(),
-                name: settings.model.clone(),
-            });
-        }
-        Ok(Self {
+    /// A client for the model file; it is loaded on the first request (or `load`). A missing
+    /// file is reported then, as a `NotFound` error naming `reef models pull`, so that a
+    /// failover chain with a local member not yet downloaded still serves from the others.
+    pub fn new(settings: LocalSettings) -> Self {
+        Self {
             settings,
             engine: tokio::sync::OnceCell::new(),
             stats: Mutex::new(LocalStats::default()),
-        })
+        }
     }
 
     pub fn stats(&self) -> LocalStats {
@@ -109,6 +105,12 @@ impl LocalClient {
     async fn engine(&self) -> Result<&Arc<Engine>, LocalError> {
         self.engine
             .get_or_try_init(|| async {
+                if !self.settings.model_path.is_file() {
+                    return Err(LocalError::Missing {
+                        path: self.settings.model_path.clone(),
+                        name: self.settings.model.clone(),
+                    });
+                }
                 let settings = EngineSettings {
                     model_path: self.settings.model_path.clone(),
                     threads: self.settings.threads.unwrap_or_else(idle_cores),

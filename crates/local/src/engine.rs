@@ -193,6 +193,10 @@ fn run(
         batch: LlamaBatch::new(BATCH, 1),
     };
     while let Ok(job) = jobs.recv() {
+        if job.events.is_closed() {
+            // Cancelled while it waited for its turn.
+            continue;
+        }
         let result = session.generate(&mut ctx, &job);
         if result.is_err() {
             // A failed decode may leave the cache in any state: start clean next time.

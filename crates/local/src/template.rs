@@ -171,3 +171,89 @@ fn to_template(message: &Message) -> TemplateMessage {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reef_core::{ToolCall, ToolCallId};
+
+    fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
+        let messages = vec![
+            Message::system("Be brief."),
+            Message::user("Free disk?"),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: ToolCallId::from("call_1"),
+                    name: "shell".into(),
+                    arguments: r#"{"command":"df -h"}"#.into(),
+                }],
+            },
+            Message::Tool {
+                call_id: ToolCallId::from("call_1"),
+                name: "shell".into(),
+                content: "19G free".into(),
+                is_error: false,
+            },
+        ];
+        let tools = vec![ToolSpec {
+            name: "shell".into(),
+            description: "Run a command".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }];
+        (messages, tools)
+    }
+
+    #[test]
+    fn a_template_without_tools_gets_reef_s_protocol_as_text() {
+        let template = ChatTemplate::new(None, "", "<|im_end|>").unwrap();
+        assert!(!template.native_tools());
+        let (messages, tools) = conversation();
+        let prompt = template.render(&messages, &tools).unwrap();
+        assert!(
+            prompt.starts_with("<|im_start|>system\nBe brief.\n\n# Tools"),
+            "{prompt}"
+        );
+        assert!(prompt.contains(r#""name":"shell""#), "{prompt}");
+        assert!(
+            prompt.contains("<|im_start|>assistant\n<tool_call>\n{\"arguments\":{\"command\":\"df -h\"},\"name\":\"shell\"}\n</tool_call><|im_end|>"),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains(
+                "<|im_start|>user\n<tool_response>\n19G free\n</tool_response><|im_end|>"
+            ),
+            "{prompt}"
+        );
+        assert!(prompt.ends_with("<|im_start|>assistant\n"), "{prompt}");
+    }
+
+    #[test]
+    fn a_template_with_tools_renders_them_and_sees_arguments_as_objects() {
+        let source = "{% for t in tools %}[{{ t.function.name }}]{% endfor %}{% for m in messages %}<{{ m.role }}>{{ m.content }}{% for c in m.tool_calls %}{{ c.function.name }} {{ c.function.arguments.command }}|{{ c.function.arguments | tojson }}{% endfor %}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}";
+        let template = ChatTemplate::new(Some(source), "<s>", "</s>").unwrap();
+        assert!(template.native_tools());
+        let (messages, tools) = conversation();
+        let prompt = template.render(&messages, &tools).unwrap();
+        assert_eq!(
+            prompt,
+            r#"[shell]<system>Be brief.<user>Free disk?<assistant>shell df -h|{"command":"df -h"}<tool>19G free<assistant>"#
+        );
+    }
+
+    #[test]
+    fn template_errors_are_reported_not_panicked() {
+        assert!(ChatTemplate::new(Some("{% for %}"), "", "").is_err());
+        let raising = ChatTemplate::new(
+            Some("{{ raise_exception('roles must alternate') }}"),
+            "",
+            "",
+        )
+        .unwrap();
+        let err = raising
+            .render(&[Message::user("x")], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("roles must alternate"), "{err}");
+    }
+}

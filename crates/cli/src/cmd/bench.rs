@@ -32,7 +32,7 @@ pub async fn model(overrides: &[String], args: BenchModelArgs) -> anyhow::Result
         threads: args.threads,
         context_tokens: 8192,
         max_output_tokens: 512,
-    })?);
+    }));
     let started = Instant::now();
     client.load().await?;
     let load_time = started.elapsed();
@@ -111,6 +111,8 @@ pub async fn model(overrides: &[String], args: BenchModelArgs) -> anyhow::Result
             "prompt_tokens": r.stats.prompt_tokens,
             "cached_prompt_tokens": r.stats.cached_tokens,
             "output_tokens": r.stats.output_tokens,
+            "prompt_tokens_per_sec": r.stats.prompt_tokens_per_sec(),
+            "generation_tokens_per_sec": r.stats.generation_tokens_per_sec(),
             "model_share": ratio((r.stats.prompt_time + r.stats.generation_time).as_secs_f64(), r.latency.as_secs_f64()),
         })).collect::<Vec<_>>(),
         "task_latency_secs": summary(runs.iter().map(|r| r.latency.as_secs_f64()).collect()),
@@ -142,13 +144,15 @@ pub async fn model(overrides: &[String], args: BenchModelArgs) -> anyhow::Result
     println!("task: {}", args.prompt);
     for (i, run) in runs.iter().enumerate() {
         println!(
-            "  run {}: {:.2} s end to end, {} model requests, {} prompt tokens ({} from the KV cache), {} generated, model time {:.0}%",
+            "  run {}: {:.2} s end to end, {} model requests, {} prompt tokens ({} from the KV cache, the rest at {:.1} tok/s), {} generated at {:.1} tok/s, model time {:.0}%",
             i + 1,
             run.latency.as_secs_f64(),
             run.stats.requests,
             run.stats.prompt_tokens,
             run.stats.cached_tokens,
+            run.stats.prompt_tokens_per_sec(),
             run.stats.output_tokens,
+            run.stats.generation_tokens_per_sec(),
             100.0
                 * ratio(
                     (run.stats.prompt_time + run.stats.generation_time).as_secs_f64(),

@@ -2,7 +2,9 @@
 //! pulls the small test model from the package index (the real one), loads it, generates,
 //! reuses the KV cache across rounds, and samples under the tool grammar.
 
-use reef_core::{Message, ModelRequest, StopReason, StreamEvent, ToolSpec, WireApi};
+use reef_core::{
+    Message, ModelErrorKind, ModelRequest, StopReason, StreamEvent, ToolSpec, WireApi,
+};
 use reef_llm::{LocalModelSettings, ProviderSettings, build_client};
 use reef_models::{ModelStore, PullOutcome, Puller};
 use serde_json::json;
@@ -128,7 +130,9 @@ async fn pulls_the_small_model_and_generates_through_model_client() {
 #[tokio::test]
 async fn a_missing_model_file_names_the_pull_command() {
     let home = tempfile::tempdir().unwrap();
-    let err = build_client(ProviderSettings {
+    // Building the client succeeds (a chain with a local member not yet downloaded still
+    // works); the first request names the command that fetches the file.
+    let client = build_client(ProviderSettings {
         name: "local".into(),
         wire_api: WireApi::Local,
         model: "qwen2.5-coder-1.5b-instruct".into(),
@@ -139,12 +143,19 @@ async fn a_missing_model_file_names_the_pull_command() {
         }),
         ..ProviderSettings::default()
     })
-    .err()
-    .map(|e| e.to_string())
-    .unwrap_or_default();
+    .unwrap();
+    let request = ModelRequest {
+        messages: vec![Message::user("hi")],
+        tools: Vec::new(),
+        max_output_tokens: None,
+    };
+    let err = client.complete(&request, &|_| {}).await.unwrap_err();
+    assert_eq!(err.kind, ModelErrorKind::NotFound);
+    assert!(!err.is_retryable());
+    let text = err.to_string();
     assert!(
-        err.contains("provider `local`")
-            && err.contains("reef models pull qwen2.5-coder-1.5b-instruct"),
-        "{err}"
+        text.contains("provider `local`")
+            && text.contains("reef models pull qwen2.5-coder-1.5b-instruct"),
+        "{text}"
     );
 }
