@@ -56,13 +56,11 @@ impl ChatTemplate {
         env.add_function("raise_exception", |message: String| -> Result<Value, _> {
             Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
         });
-        env.add_function("strftime_now", |format: String| -> String {
-            // Templates use it for "today's date"; a fixed, format-shaped answer keeps prompts
-            // stable (and the KV cache reusable) across the rounds of a turn.
-            format
-                .replace("%d", "01")
-                .replace("%b", "Jan")
-                .replace("%Y", "2025")
+        // Templates use it for "today's date". The date is taken once, when the template is
+        // compiled, so prompts stay identical (and the KV cache reusable) between rounds.
+        let today = Date::today();
+        env.add_function("strftime_now", move |format: String| -> String {
+            today.format(&format)
         });
         env.add_template_owned("chat", source.to_owned())?;
         Ok(Self {
@@ -172,6 +170,64 @@ fn to_template(message: &Message) -> TemplateMessage {
     }
 }
 
+/// A calendar date (UTC), enough for the `strftime_now` formats chat templates use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Date {
+    year: i64,
+    month: u32,
+    day: u32,
+}
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+impl Date {
+    fn today() -> Date {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Date::from_days((secs / 86_400) as i64)
+    }
+
+    /// The civil date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+    fn from_days(days: i64) -> Date {
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        Date { year, month, day }
+    }
+
+    /// `%d %m %Y %y %B %b` are replaced; anything else is left as written.
+    fn format(&self, format: &str) -> String {
+        let name = MONTHS[(self.month as usize).saturating_sub(1) % 12];
+        format
+            .replace("%d", &format!("{:02}", self.day))
+            .replace("%m", &format!("{:02}", self.month))
+            .replace("%Y", &self.year.to_string())
+            .replace("%y", &format!("{:02}", self.year.rem_euclid(100)))
+            .replace("%B", name)
+            .replace("%b", &name[..3])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +295,38 @@ mod tests {
             prompt,
             r#"[shell]<system>Be brief.<user>Free disk?<assistant>shell df -h|{"command":"df -h"}<tool>19G free<assistant>"#
         );
+    }
+
+    #[test]
+    fn strftime_now_formats_the_calendar_date() {
+        assert_eq!(
+            Date::from_days(0),
+            Date {
+                year: 1970,
+                month: 1,
+                day: 1
+            }
+        );
+        // 2024-02-29, a leap day; 2026-11-22.
+        assert_eq!(
+            Date::from_days(19_782),
+            Date {
+                year: 2024,
+                month: 2,
+                day: 29
+            }
+        );
+        let d = Date::from_days(20_779);
+        assert_eq!(
+            d,
+            Date {
+                year: 2026,
+                month: 11,
+                day: 22
+            }
+        );
+        assert_eq!(d.format("%d %b %Y"), "22 Nov 2026");
+        assert_eq!(d.format("%B %d, %y (%m) %H"), "November 22, 26 (11) %H");
     }
 
     #[test]
