@@ -240,12 +240,34 @@ impl Session<'_> {
                 context_tokens: n_ctx,
             });
         }
+        let started = Instant::now();
+        let (reused, last_index) = self.read_prompt(ctx, &tokens)?;
+        let prompt_time = started.elapsed();
+        let started = Instant::now();
+        let (text, stop, output_tokens) = self.sample_reply(ctx, job, last_index)?;
+        Ok(Generation {
+            text,
+            stop,
+            prompt_tokens: tokens.len() as u64,
+            cached_tokens: reused as u64,
+            output_tokens,
+            prompt_time,
+            generation_time: started.elapsed(),
+        })
+    }
 
-        // Reuse the cached prefix; at least the last prompt token is decoded for its logits.
+    /// Puts `tokens` in the KV cache, keeping the prefix it already holds (at least the last
+    /// token is decoded, for its logits). Returns the reused count and the batch index of the
+    /// last token's logits.
+    fn read_prompt(
+        &mut self,
+        ctx: &mut LlamaContext<'_>,
+        tokens: &[LlamaToken],
+    ) -> Result<(usize, i32), LocalError> {
         let mut reuse = self
             .cached
             .iter()
-            .zip(&tokens)
+            .zip(tokens)
             .take_while(|(a, b)| a == b)
             .count();
         if reuse == tokens.len() {
@@ -253,8 +275,6 @@ impl Session<'_> {
         }
         let _ = ctx.clear_kv_cache_seq(Some(0), Some(reuse as u32), None);
         self.cached.truncate(reuse);
-
-        let started = Instant::now();
         let mut last_index = 0;
         for (chunk_start, chunk) in tokens[reuse..]
             .chunks(BATCH)
@@ -274,16 +294,25 @@ impl Session<'_> {
             self.cached.extend_from_slice(chunk);
             last_index = self.batch.n_tokens() - 1;
         }
-        let prompt_time = started.elapsed();
+        Ok((reuse, last_index))
+    }
 
+    /// Generates the reply after the prompt (under the tool grammar when tools are offered),
+    /// streaming its text; returns the text, why it stopped and the tokens generated.
+    fn sample_reply(
+        &mut self,
+        ctx: &mut LlamaContext<'_>,
+        job: &Job,
+        mut last_index: i32,
+    ) -> Result<(String, StopReason, u64), LocalError> {
+        let n_ctx = ctx.n_ctx() as usize;
         let mut grammar =
-            match grammar::for_tools(&request.tools) {
+            match grammar::for_tools(&job.request.tools) {
                 Some(g) => Some(LlamaSampler::grammar(self.model, &g, "root").map_err(|e| {
                     LocalError::Template(format!("the tool grammar was refused: {e}"))
                 })?),
                 None => None,
             };
-        let started = Instant::now();
         let mut text = String::new();
         let mut pending_bytes: Vec<u8> = Vec::new();
         let mut output_tokens = 0u64;
@@ -327,15 +356,7 @@ impl Session<'_> {
             StopReason::EndTurn if text.contains(protocol::CALL_OPEN) => StopReason::ToolUse,
             other => other,
         };
-        Ok(Generation {
-            text,
-            stop,
-            prompt_tokens: tokens.len() as u64,
-            cached_tokens: reuse as u64,
-            output_tokens,
-            prompt_time,
-            generation_time: started.elapsed(),
-        })
+        Ok((text, stop, output_tokens))
     }
 }
 
