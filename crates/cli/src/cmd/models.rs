@@ -126,11 +126,10 @@ pub async fn ensure_installed(config: &Config, yes: bool) -> anyhow::Result<()> 
             )));
         };
         let why = if config.implicit_local {
-            "No model provider is configured, so reef runs the embedded local model"
+            "No model provider is configured, so reef runs the embedded local model".to_owned()
         } else {
-            "Provider `{name}` runs a local model"
+            format!("Provider `{name}` runs a local model")
         };
-        let why = why.replace("{name}", name);
         if !yes {
             if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
                 return Err(Exit::usage(format!(
