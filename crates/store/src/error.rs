@@ -61,6 +61,12 @@ pub enum StoreError {
     /// ask for a transition the lifecycle has.
     #[error(transparent)]
     InvalidTransition(#[from] reef_core::InvalidTransition),
+    /// An argument is out of range or malformed; `field` names it.
+    #[error("invalid {field}: {message}")]
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
     /// A stored row could not be decoded; the database was edited by hand or is damaged.
     #[error("corrupt row in the store: {0}; repair or delete the row")]
     Corrupt(String),

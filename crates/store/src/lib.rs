@@ -1,15 +1,18 @@
 //! reef-store: reef's persistence: SQLite (WAL) with migrations for sessions, messages, model
-//! usage, durable agents, their inboxes and the event history.
+//! usage, durable agents, their inboxes, the event history and long-term memory (chunked,
+//! keyword-searchable with BM25).
 //!
 //! Open a [`Store`] with [`Store::open`]; every write is its own committed transaction, so a
 //! process killed mid-turn loses nothing already appended.
 
 mod agents;
+mod chunk;
 mod clock;
 mod codec;
 mod error;
 mod events;
 mod inbox;
+mod memory;
 mod messages;
 mod migrations;
 mod pending;
@@ -20,10 +23,14 @@ mod store;
 mod usage;
 
 pub use agents::{AgentRecord, NewAgent};
+pub use chunk::chunks;
 pub use clock::timestamp_ago;
 pub use error::StoreError;
 pub use events::StoredEvent;
 pub use inbox::{Delivery, InboxMessage, InboxStatus, Letter};
+pub use memory::{
+    Chunking, MemoryHit, MemoryItem, MemoryQuery, NewMemory, SHARED_NAMESPACE, check_namespace,
+};
 pub use pending::{NewPending, PendingItem, PendingKind, PendingStatus};
 pub use records::{
     CostRow, NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage, UsageRecord,

@@ -8,6 +8,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0002_agents.sql")),
     M::up(include_str!("0003_pending_rooms.sql")),
     M::up(include_str!("0004_usage_cost.sql")),
+    M::up(include_str!("0005_memory.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -20,6 +21,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 4);
+        assert_eq!(ALL.len(), 5);
     }
 }

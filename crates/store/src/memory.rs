@@ -1,0 +1,315 @@
+//! Long-term memory: items in a namespace (`agent:NAME` private to one agent, `shared` for
+//! all), split into overlapping chunks and searched by keyword (FTS5, BM25 ranking) with
+//! namespace, tag and time filters. Which namespaces a caller may read or write is decided by
+//! the caller (the tools and the CLI); the store only filters by what it is given.
+
+use crate::chunk::chunks;
+use crate::error::StoreError;
+use crate::store::Store;
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+
+/// The namespace every agent may read.
+pub const SHARED_NAMESPACE: &str = "shared";
+
+/// How documents are split: about `size` characters per chunk, `overlap` shared with the
+/// previous chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunking {
+    pub size: usize,
+    pub overlap: usize,
+}
+
+impl Default for Chunking {
+    fn default() -> Self {
+        Self {
+            size: 800,
+            overlap: 100,
+        }
+    }
+}
+
+/// A memory to store.
+#[derive(Clone, Debug, Default)]
+pub struct NewMemory {
+    pub namespace: String,
+    pub text: String,
+    pub tags: Vec<String>,
+    /// Where it came from (a file path, a session id, "operator").
+    pub source: Option<String>,
+}
+
+/// A stored memory item.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemoryItem {
+    pub id: i64,
+    pub namespace: String,
+    pub text: String,
+    pub tags: Vec<String>,
+    pub source: Option<String>,
+    pub chunks: usize,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A keyword search.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryQuery {
+    /// Namespaces searched (at least one).
+    pub namespaces: Vec<String>,
+    pub text: String,
+    /// Every one of these tags must be on the item.
+    pub tags: Vec<String>,
+    /// Only items created at or after this timestamp (the store's format).
+    pub since: Option<String>,
+    pub limit: usize,
+}
+
+/// One matching chunk, best first.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemoryHit {
+    pub item_id: i64,
+    pub chunk_id: i64,
+    pub namespace: String,
+    /// The matching chunk's text.
+    pub text: String,
+    pub tags: Vec<String>,
+    pub source: Option<String>,
+    pub created_at: String,
+    /// BM25 relevance, higher is better.
+    pub score: f64,
+}
+
+/// Checks a namespace name: `shared` or `agent:NAME`.
+pub fn check_namespace(namespace: &str) -> Result<(), StoreError> {
+    let valid = namespace == SHARED_NAMESPACE
+        || namespace
+            .strip_prefix("agent:")
+            .is_some_and(|name| !name.is_empty() && !name.contains(char::is_whitespace));
+    if valid {
+        Ok(())
+    } else {
+        Err(StoreError::Invalid {
+            field: "namespace",
+            message: format!("`{namespace}` is neither `shared` nor `agent:NAME`"),
+        })
+    }
+}
+
+/// The FTS5 query for free text: each word quoted (so operators in the text are literal),
+/// any of them matching.
+fn fts_query(text: &str) -> Result<String, StoreError> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("\"{w}\""))
+        .collect();
+    if words.is_empty() {
+        return Err(StoreError::Invalid {
+            field: "query",
+            message: "has no words to search for".into(),
+        });
+    }
+    Ok(words.join(" OR "))
+}
+
+fn json_list(values: &[String]) -> Result<String, StoreError> {
+    serde_json::to_string(values).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn parse_tags(raw: &str) -> Vec<String> {
+    serde_json::from_str(raw).unwrap_or_default()
+}
+
+impl Store {
+    /// Stores a memory and its chunks in one transaction.
+    pub async fn add_memory(
+        &self,
+        memory: NewMemory,
+        chunking: Chunking,
+    ) -> Result<MemoryItem, StoreError> {
+        check_namespace(&memory.namespace)?;
+        if memory.text.trim().is_empty() {
+            return Err(StoreError::Invalid {
+                field: "text",
+                message: "is empty".into(),
+            });
+        }
+        if chunking.size < 16 || chunking.overlap >= chunking.size {
+            return Err(StoreError::Invalid {
+                field: "chunking",
+                message: format!(
+                    "size {} must be at least 16 and overlap {} below it",
+                    chunking.size, chunking.overlap
+                ),
+            });
+        }
+        let parts = chunks(&memory.text, chunking.size, chunking.overlap);
+        let tags = json_list(&memory.tags)?;
+        self.run(move |db| {
+            let now = db.clock.now();
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.prepare_cached(
+                "INSERT INTO memory_items (namespace, text, tags, source, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            )?
+            .execute(params![
+                memory.namespace,
+                memory.text,
+                tags,
+                memory.source,
+                now
+            ])?;
+            let id = tx.last_insert_rowid();
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO memory_chunks (item_id, ordinal, text) VALUES (?1, ?2, ?3)",
+                )?;
+                for (ordinal, part) in parts.iter().enumerate() {
+                    insert.execute(params![id, ordinal as i64, part])?;
+                }
+            }
+            tx.commit()?;
+            Ok(MemoryItem {
+                id,
+                namespace: memory.namespace,
+                text: memory.text,
+                tags: memory.tags,
+                source: memory.source,
+                chunks: parts.len(),
+                created_at: now.clone(),
+                updated_at: now,
+            })
+        })
+        .await
+    }
+
+    /// Chunks matching the query's words in the given namespaces, best (BM25) first.
+    pub async fn search_memory(&self, query: MemoryQuery) -> Result<Vec<MemoryHit>, StoreError> {
+        if query.namespaces.is_empty() {
+            return Err(StoreError::Invalid {
+                field: "namespaces",
+                message: "name at least one namespace to search".into(),
+            });
+        }
+        for ns in &query.namespaces {
+            check_namespace(ns)?;
+        }
+        let matcher = fts_query(&query.text)?;
+        let namespaces = json_list(&query.namespaces)?;
+        let tags = json_list(&query.tags)?;
+        let limit = query.limit.clamp(1, 1000) as i64;
+        self.run(move |db| {
+            let mut stmt = db.conn.prepare_cached(
+                "SELECT c.item_id, c.id, i.namespace, c.text, i.tags, i.source, i.created_at,
+                        bm25(memory_fts) AS rank
+                 FROM memory_fts
+                 JOIN memory_chunks c ON c.id = memory_fts.rowid
+                 JOIN memory_items i ON i.id = c.item_id
+                 WHERE memory_fts MATCH ?1
+                   AND i.namespace IN (SELECT value FROM json_each(?2))
+                   AND (?3 IS NULL OR i.created_at >= ?3)
+                   AND NOT EXISTS (SELECT 1 FROM json_each(?4) want
+                                   WHERE want.value NOT IN (SELECT value FROM json_each(i.tags)))
+                 ORDER BY rank, c.id
+                 LIMIT ?5",
+            )?;
+            let hits = stmt
+                .query_map(
+                    params![matcher, namespaces, query.since, tags, limit],
+                    |r| {
+                        Ok(MemoryHit {
+                            item_id: r.get(0)?,
+                            chunk_id: r.get(1)?,
+                            namespace: r.get(2)?,
+                            text: r.get(3)?,
+                            tags: parse_tags(&r.get::<_, String>(4)?),
+                            source: r.get(5)?,
+                            created_at: r.get(6)?,
+                            score: -r.get::<_, f64>(7)?,
+                        })
+                    },
+                )?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(hits)
+        })
+        .await
+    }
+
+    /// The newest items of the given namespaces.
+    pub async fn list_memory(
+        &self,
+        namespaces: Vec<String>,
+        limit: usize,
+    ) -> Result<Vec<MemoryItem>, StoreError> {
+        for ns in &namespaces {
+            check_namespace(ns)?;
+        }
+        let namespaces = json_list(&namespaces)?;
+        let limit = limit.clamp(1, 10_000) as i64;
+        self.run(move |db| {
+            let mut stmt = db.conn.prepare_cached(
+                "SELECT i.id, i.namespace, i.text, i.tags, i.source, i.created_at, i.updated_at,
+                        (SELECT count(*) FROM memory_chunks c WHERE c.item_id = i.id)
+                 FROM memory_items i
+                 WHERE i.namespace IN (SELECT value FROM json_each(?1))
+                 ORDER BY i.created_at DESC, i.id DESC
+                 LIMIT ?2",
+            )?;
+            let items = stmt
+                .query_map(params![namespaces, limit], |r| {
+                    Ok(MemoryItem {
+                        id: r.get(0)?,
+                        namespace: r.get(1)?,
+                        text: r.get(2)?,
+                        tags: parse_tags(&r.get::<_, String>(3)?),
+                        source: r.get(4)?,
+                        created_at: r.get(5)?,
+                        updated_at: r.get(6)?,
+                        chunks: r.get::<_, i64>(7)? as usize,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(items)
+        })
+        .await
+    }
+
+    /// Deletes item `id` if it lives in one of `namespaces`; false when there is no such item
+    /// there (another namespace's item is never touched).
+    pub async fn forget_memory(
+        &self,
+        namespaces: Vec<String>,
+        id: i64,
+    ) -> Result<bool, StoreError> {
+        for ns in &namespaces {
+            check_namespace(ns)?;
+        }
+        let namespaces = json_list(&namespaces)?;
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let found: Option<i64> = tx
+                .prepare_cached(
+                    "SELECT id FROM memory_items
+                     WHERE id = ?1 AND namespace IN (SELECT value FROM json_each(?2))",
+                )?
+                .query_row(params![id, namespaces], |r| r.get(0))
+                .optional()?;
+            if found.is_none() {
+                return Ok(false);
+            }
+            // Chunks go first so their FTS rows are removed by the delete trigger.
+            tx.prepare_cached("DELETE FROM memory_chunks WHERE item_id = ?1")?
+                .execute(params![id])?;
+            tx.prepare_cached("DELETE FROM memory_items WHERE id = ?1")?
+                .execute(params![id])?;
+            tx.commit()?;
+            Ok(true)
+        })
+        .await
+    }
+}
