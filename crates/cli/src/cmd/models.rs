@@ -38,7 +38,7 @@ pub async fn pull(config: &Config, entry: &CatalogueEntry) -> anyhow::Result<()>
     )?;
     let progress = Progress::new(entry.name);
     let outcome = puller.pull(entry, &|e| progress.on(e)).await;
-    progress.finish();
+    progress.end_line();
     match outcome? {
         PullOutcome::AlreadyInstalled { path } => {
             eprintln!("{} is already installed: {}", entry.name, path.display());
@@ -245,9 +245,5 @@ impl Progress {
         if let Ok(mut last) = self.last.lock() {
             *last = (u64::MAX, 0);
         }
-    }
-
-    fn finish(&self) {
-        self.end_line();
     }
 }
