@@ -24,6 +24,10 @@ pub enum AgentState {
 }
 
 /// Every state, in lifecycle order.
+/// The agent name of `reef run` and `reef chat` sessions: their memory namespace is
+/// `agent:main` and session search finds them under this name.
+pub const DEFAULT_AGENT: &str = "main";
+
 pub const AGENT_STATES: [AgentState; 6] = [
     AgentState::Pending,
     AgentState::Running,

@@ -2,9 +2,10 @@
 //!
 //! No I/O and no async runtime live here: only data types, the protocol
 //! between front ends and the turn engine, and the open traits (`ModelClient`,
-//! `Tool`) that other crates implement.
+//! `Embedder`, `Tool`) that other crates implement.
 
 pub mod agent;
+pub mod embed;
 pub mod ids;
 pub mod message;
 pub mod model;
@@ -13,7 +14,8 @@ pub mod secret;
 pub mod tool;
 pub mod usage;
 
-pub use agent::{AGENT_STATES, AgentState, Budget, Capabilities, InvalidTransition};
+pub use agent::{AGENT_STATES, AgentState, Budget, Capabilities, DEFAULT_AGENT, InvalidTransition};
+pub use embed::{Embedder, normalize};
 pub use ids::{AgentId, SessionId, SubmissionId, ToolCallId};
 pub use message::{Message, Role};
 pub use model::{

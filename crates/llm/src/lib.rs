@@ -1,11 +1,13 @@
 //! reef-llm: model clients for reef: OpenAI chat completions, Anthropic Messages and Ollama,
 //! streamed (SSE, NDJSON) or not, with retries, typed errors and provider-reported usage; failover chains
-//! across providers; prices and the cost of a request.
+//! across providers; prices and the cost of a request; embedders (OpenAI-compatible endpoints and
+//! the in-process model).
 
 mod anthropic;
 mod anthropic_stream;
 mod client;
 mod cost;
+mod embeddings;
 mod error;
 mod failover;
 mod http;
@@ -20,6 +22,7 @@ mod wire;
 pub use anthropic::AnthropicClient;
 pub use client::{build_client, check_reachable};
 pub use cost::{DEFAULT_PRICES, Price, Prices};
+pub use embeddings::{EmbedderSettings, HttpEmbedder, build_embedder};
 pub use error::LlmError;
 pub use failover::FailoverClient;
 pub use http::{error_chain, http_client};

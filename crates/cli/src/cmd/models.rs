@@ -59,9 +59,13 @@ fn list(store: &ModelStore, json: bool) -> anyhow::Result<()> {
     let installed = store.list()?;
     let mut rows = Vec::new();
     for entry in reef_models::CATALOGUE {
-        let found = installed.iter().find(|m| m.name == entry.name);
+        let found = installed
+            .iter()
+            .find(|m| m.name == entry.name)
+            .filter(|_| store.is_installed(entry.name));
         rows.push(serde_json::json!({
             "name": entry.name,
+            "kind": entry.kind,
             "installed": found.is_some(),
             "size": entry.size,
             "tools": entry.tools,
@@ -73,6 +77,7 @@ fn list(store: &ModelStore, json: bool) -> anyhow::Result<()> {
     for model in installed.iter().filter(|m| !m.catalogued) {
         rows.push(serde_json::json!({
             "name": model.name,
+            "kind": serde_json::Value::Null,
             "installed": true,
             "size": model.size,
             "tools": serde_json::Value::Null,

@@ -20,10 +20,13 @@ fn list_and_rm_cover_catalogue_and_hand_added_models() {
         [
             "qwen2.5-coder-1.5b-instruct",
             "qwen2.5-coder-0.5b-instruct",
-            "smollm2-135m-instruct"
+            "smollm2-135m-instruct",
+            "minilm"
         ]
     );
     assert!(rows.iter().all(|r| r["installed"] == false));
+    let kinds: Vec<&str> = rows.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["chat", "chat", "chat", "embedding"]);
     assert_eq!(rows[0]["default"], true);
 
     let models = home.reef_home().join("models");
@@ -36,8 +39,9 @@ fn list_and_rm_cover_catalogue_and_hand_added_models() {
         .success();
     let rows: Vec<Value> = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(rows[2]["installed"], true);
-    assert_eq!(rows[3]["name"], "mine");
-    assert_eq!(rows[3]["size"], 4);
+    assert_eq!(rows[3]["installed"], false, "minilm is not");
+    assert_eq!(rows[4]["name"], "mine");
+    assert_eq!(rows[4]["size"], 4);
 
     let out = reef(&home)
         .args(["models", "rm", "smollm2-135m-instruct"])

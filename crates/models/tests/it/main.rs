@@ -3,6 +3,7 @@
 //! package index and run through the `ModelClient` interface.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
+mod embed;
 mod files;
 mod local;
 mod pull;

@@ -3,7 +3,8 @@
 
 use crate::files::FileServer;
 use reef_models::{
-    CatalogueEntry, ModelStore, ModelsError, PullEvent, PullOutcome, Puller, Source, WheelPart,
+    CatalogueEntry, ModelKind, ModelStore, ModelsError, PullEvent, PullOutcome, Puller, Source,
+    WheelPart,
 };
 use sha2::{Digest, Sha256};
 use std::io::Write;
@@ -88,7 +89,10 @@ fn test_entry(
         size: size as u64,
         sha256: leak_str(sha256),
         tools: false,
+        kind: ModelKind::Chat,
+        extension: "gguf",
         sources: Box::leak(sources.into_boxed_slice()),
+        companions: &[],
     })
 }
 

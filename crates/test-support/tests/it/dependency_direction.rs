@@ -9,7 +9,11 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
     BTreeMap::from([
         ("reef-core", Some(&[][..])),
         ("reef-config", Some(&["reef-core"][..])),
-        ("reef-llm", Some(&["reef-core", "reef-local"][..])),
+        (
+            "reef-llm",
+            Some(&["reef-core", "reef-local", "reef-embed"][..]),
+        ),
+        ("reef-embed", Some(&["reef-core"][..])),
         ("reef-local", Some(&["reef-core"][..])),
         (
             "reef-models",

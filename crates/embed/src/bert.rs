@@ -1,0 +1,161 @@
+//! The BERT encoder of all-MiniLM-L6-v2 and its sentence pooling: token, position and type
+//! embeddings, self-attention layers with GELU feed-forward blocks, then the mean of the token
+//! states under the attention mask, scaled to unit length.
+
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
+
+/// The `config.json` fields the encoder needs.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub(crate) struct BertConfig {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub intermediate_size: usize,
+    pub max_position_embeddings: usize,
+    pub type_vocab_size: usize,
+    #[serde(default = "default_eps")]
+    pub layer_norm_eps: f64,
+    #[serde(default = "default_act")]
+    pub hidden_act: String,
+}
+
+fn default_eps() -> f64 {
+    1e-12
+}
+
+fn default_act() -> String {
+    "gelu".to_owned()
+}
+
+struct Layer {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    attention_out: Linear,
+    attention_norm: LayerNorm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+/// The encoder with its weights loaded.
+pub(crate) struct Bert {
+    words: Embedding,
+    positions: Embedding,
+    types: Embedding,
+    embeddings_norm: LayerNorm,
+    layers: Vec<Layer>,
+    heads: usize,
+    head_dim: usize,
+    pub(crate) max_positions: usize,
+}
+
+impl Bert {
+    pub(crate) fn load(vb: VarBuilder<'_>, config: &BertConfig) -> Result<Self> {
+        if config.hidden_act != "gelu" {
+            candle_core::bail!("hidden_act `{}` is not supported", config.hidden_act);
+        }
+        if config.num_attention_heads == 0
+            || !config
+                .hidden_size
+                .is_multiple_of(config.num_attention_heads)
+        {
+            candle_core::bail!("hidden_size is not a multiple of num_attention_heads");
+        }
+        let h = config.hidden_size;
+        let eps = config.layer_norm_eps;
+        let emb = vb.pp("embeddings");
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for i in 0..config.num_hidden_layers {
+            let l = vb.pp(format!("encoder.layer.{i}"));
+            let attention = l.pp("attention");
+            layers.push(Layer {
+                query: linear(h, h, attention.pp("self.query"))?,
+                key: linear(h, h, attention.pp("self.key"))?,
+                value: linear(h, h, attention.pp("self.value"))?,
+                attention_out: linear(h, h, attention.pp("output.dense"))?,
+                attention_norm: layer_norm(h, eps, attention.pp("output.LayerNorm"))?,
+                intermediate: linear(h, config.intermediate_size, l.pp("intermediate.dense"))?,
+                output: linear(config.intermediate_size, h, l.pp("output.dense"))?,
+                output_norm: layer_norm(h, eps, l.pp("output.LayerNorm"))?,
+            });
+        }
+        Ok(Self {
+            words: embedding(config.vocab_size, h, emb.pp("word_embeddings"))?,
+            positions: embedding(
+                config.max_position_embeddings,
+                h,
+                emb.pp("position_embeddings"),
+            )?,
+            types: embedding(config.type_vocab_size, h, emb.pp("token_type_embeddings"))?,
+            embeddings_norm: layer_norm(h, eps, emb.pp("LayerNorm"))?,
+            layers,
+            heads: config.num_attention_heads,
+            head_dim: h / config.num_attention_heads,
+            max_positions: config.max_position_embeddings,
+        })
+    }
+
+    /// Sentence vectors for a padded batch: `ids` and `mask` are `[batch, tokens]` (u32, with
+    /// mask 1 for real tokens and 0 for padding). Returns `[batch, hidden]`, unit length rows.
+    pub(crate) fn embed(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        let (batch, tokens) = ids.dims2()?;
+        let device = ids.device();
+        let position_ids = Tensor::arange(0u32, tokens as u32, device)?
+            .unsqueeze(0)?
+            .broadcast_as((batch, tokens))?;
+        let type_ids = ids.zeros_like()?;
+        let mut hidden = self
+            .words
+            .forward(ids)?
+            .add(&self.positions.forward(&position_ids)?)?
+            .add(&self.types.forward(&type_ids)?)?;
+        hidden = self.embeddings_norm.forward(&hidden)?;
+        let mask = mask.to_dtype(DType::F32)?;
+        // 0 where attending is allowed, a large negative number on padding.
+        let bias = mask.affine(1e4, -1e4)?.reshape((batch, 1, 1, tokens))?;
+        for layer in &self.layers {
+            hidden = self.layer(layer, &hidden, &bias)?;
+        }
+        let weights = mask.unsqueeze(2)?;
+        let summed = hidden.broadcast_mul(&weights)?.sum(1)?;
+        let counts = weights.sum(1)?.clamp(1e-9, f64::MAX)?;
+        let mean = summed.broadcast_div(&counts)?;
+        let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+        mean.broadcast_div(&norms)
+    }
+
+    fn layer(&self, layer: &Layer, hidden: &Tensor, bias: &Tensor) -> Result<Tensor> {
+        let (batch, tokens, width) = hidden.dims3()?;
+        let split = |t: Tensor| -> Result<Tensor> {
+            t.reshape((batch, tokens, self.heads, self.head_dim))?
+                .transpose(1, 2)?
+                .contiguous()
+        };
+        let q = split(layer.query.forward(hidden)?)?;
+        let k = split(layer.key.forward(hidden)?)?;
+        let v = split(layer.value.forward(hidden)?)?;
+        let scale = 1.0 / (self.head_dim as f64).sqrt();
+        let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(bias)?;
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+        let context = probs
+            .matmul(&v)?
+            .transpose(1, 2)?
+            .contiguous()?
+            .reshape((batch, tokens, width))?;
+        let attended = layer
+            .attention_norm
+            .forward(&layer.attention_out.forward(&context)?.add(hidden)?)?;
+        let inner = layer.intermediate.forward(&attended)?.gelu_erf()?;
+        layer
+            .output_norm
+            .forward(&layer.output.forward(&inner)?.add(&attended)?)
+    }
+}
+
+/// The CPU device candle runs on.
+pub(crate) fn device() -> Device {
+    Device::Cpu
+}

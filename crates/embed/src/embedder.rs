@@ -1,0 +1,192 @@
+//! `LocalEmbedder`: loads the model files, tokenizes texts in length-sorted batches and runs
+//! the encoder on its own thread pool, so the number of cores it uses is fixed at load.
+
+use crate::bert::{Bert, BertConfig, device};
+use crate::error::EmbedError;
+use async_trait::async_trait;
+use candle_core::{DType, Tensor};
+use candle_nn::VarBuilder;
+use reef_core::{Embedder, ModelError, ModelErrorKind};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+/// Tokens per text the encoder sees; longer texts are truncated (the model was trained on 256).
+const MAX_TOKENS: usize = 256;
+
+/// Texts encoded in one forward pass.
+const BATCH: usize = 16;
+
+/// Where a model's three files are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelFiles {
+    pub weights: PathBuf,
+    pub tokenizer: PathBuf,
+    pub config: PathBuf,
+}
+
+impl ModelFiles {
+    /// The layout `reef models pull` installs: `NAME.safetensors`, `NAME.tokenizer.json` and
+    /// `NAME.config.json` in the models directory.
+    pub fn in_dir(dir: &Path, name: &str) -> Self {
+        Self {
+            weights: dir.join(format!("{name}.safetensors")),
+            tokenizer: dir.join(format!("{name}.tokenizer.json")),
+            config: dir.join(format!("{name}.config.json")),
+        }
+    }
+
+    /// The first of the files that does not exist.
+    pub fn missing(&self) -> Option<&Path> {
+        [&self.weights, &self.tokenizer, &self.config]
+            .into_iter()
+            .find(|p| !p.is_file())
+            .map(PathBuf::as_path)
+    }
+}
+
+struct Inner {
+    bert: Bert,
+    tokenizer: Tokenizer,
+    pool: rayon::ThreadPool,
+    dimensions: usize,
+}
+
+/// A sentence-embedding model loaded in this process. Cheap to clone.
+#[derive(Clone)]
+pub struct LocalEmbedder {
+    inner: Arc<Inner>,
+    id: String,
+    threads: usize,
+}
+
+impl std::fmt::Debug for LocalEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEmbedder")
+            .field("id", &self.id)
+            .field("threads", &self.threads)
+            .finish()
+    }
+}
+
+impl LocalEmbedder {
+    /// Loads model `name` from `files`, computing on `threads` threads (at least 1).
+    pub fn load(name: &str, files: &ModelFiles, threads: usize) -> Result<Self, EmbedError> {
+        if let Some(path) = files.missing() {
+            return Err(EmbedError::Missing {
+                path: path.to_owned(),
+                model: name.to_owned(),
+            });
+        }
+        let bad = |path: &Path, message: String| EmbedError::BadFile {
+            path: path.to_owned(),
+            message,
+        };
+        let config_text = std::fs::read_to_string(&files.config)
+            .map_err(|e| bad(&files.config, e.to_string()))?;
+        let config: BertConfig = serde_json::from_str(&config_text)
+            .map_err(|e| bad(&files.config, format!("not a BERT config: {e}")))?;
+        let weights =
+            std::fs::read(&files.weights).map_err(|e| bad(&files.weights, e.to_string()))?;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device())
+            .map_err(|e| bad(&files.weights, e.to_string()))?;
+        let bert = Bert::load(vb, &config).map_err(|e| bad(&files.weights, e.to_string()))?;
+        let mut tokenizer = Tokenizer::from_file(&files.tokenizer)
+            .map_err(|e| bad(&files.tokenizer, e.to_string()))?;
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: MAX_TOKENS.min(bert.max_positions),
+                ..Default::default()
+            }))
+            .map_err(|e| bad(&files.tokenizer, e.to_string()))?;
+        tokenizer.with_padding(Some(PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            ..Default::default()
+        }));
+        let threads = threads.max(1);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("reef-embed-{i}"))
+            .build()
+            .map_err(|e| EmbedError::Compute(format!("cannot start {threads} threads: {e}")))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                bert,
+                tokenizer,
+                pool,
+                dimensions: config.hidden_size,
+            }),
+            id: name.to_owned(),
+            threads,
+        })
+    }
+
+    /// Threads the model computes on.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Embeds `texts` on the calling thread (blocking); one unit vector per text, in order.
+    pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let inner = &self.inner;
+        inner.pool.install(|| {
+            // Similar lengths together keep padding (wasted work) small.
+            let mut order: Vec<usize> = (0..texts.len()).collect();
+            order.sort_by_key(|&i| texts[i].len());
+            let mut out = vec![Vec::new(); texts.len()];
+            for batch in order.chunks(BATCH) {
+                let inputs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
+                let vectors = embed_batch(inner, inputs)?;
+                for (&i, v) in batch.iter().zip(vectors) {
+                    out[i] = v;
+                }
+            }
+            Ok(out)
+        })
+    }
+}
+
+fn embed_batch(inner: &Inner, inputs: Vec<&str>) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let compute = |e: candle_core::Error| EmbedError::Compute(e.to_string());
+    let encodings = inner
+        .tokenizer
+        .encode_batch(inputs, true)
+        .map_err(|e| EmbedError::Compute(format!("tokenizer: {e}")))?;
+    let batch = encodings.len();
+    let tokens = encodings.first().map_or(0, |e| e.get_ids().len());
+    let mut ids = Vec::with_capacity(batch * tokens);
+    let mut mask = Vec::with_capacity(batch * tokens);
+    for encoding in &encodings {
+        ids.extend_from_slice(encoding.get_ids());
+        mask.extend_from_slice(encoding.get_attention_mask());
+    }
+    let dev = device();
+    let ids = Tensor::from_vec(ids, (batch, tokens), &dev).map_err(compute)?;
+    let mask = Tensor::from_vec(mask, (batch, tokens), &dev).map_err(compute)?;
+    inner
+        .bert
+        .embed(&ids, &mask)
+        .and_then(|t| t.to_vec2::<f32>())
+        .map_err(compute)
+}
+
+#[async_trait]
+impl Embedder for LocalEmbedder {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ModelError> {
+        let this = self.clone();
+        let texts = texts.to_vec();
+        let failed = |message: String| ModelError::new("local", ModelErrorKind::Server, message);
+        tokio::task::spawn_blocking(move || this.embed_blocking(&texts))
+            .await
+            .map_err(|e| failed(format!("embedding task failed: {e}")))?
+            .map_err(|e| failed(e.to_string()))
+    }
+}
