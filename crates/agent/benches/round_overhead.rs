@@ -114,6 +114,8 @@ async fn engine(tools: Arc<ToolRegistry>, tool: &str, args: &Value, n: usize) ->
     let store = Store::open(&dir.path().join("reef.db")).unwrap();
     let opts = SessionOptions {
         workspace: dir.path().to_owned(),
+        agent: "main".into(),
+        notes_max_chars: 0,
         max_rounds: 25,
         max_wall: Duration::from_secs(60),
         inline_output_chars: 2000,

@@ -16,11 +16,13 @@ mod turn;
 
 pub use error::AgentError;
 pub use handle::{AgentHandle, spawn};
+pub use prompt::NOTES_FILE;
 pub use reef_sandbox::{HelperCommand, SandboxPolicy};
 pub use reef_tools::ToolRegistry;
 pub use session::{Session, SessionOptions};
 pub use setup::{
-    DISABLED_WARNING, builtin_registry, builtin_tools, default_model, fallback_warning,
-    model_client, policy_from_config, prices, provider_settings, sandbox_policy, session_options,
+    DISABLED_WARNING, add_memory_tools, builtin_registry, builtin_tools, default_model,
+    fallback_warning, memory, model_client, policy_from_config, prices, provider_settings,
+    sandbox_policy, session_options,
 };
 pub use textcalls::parse_text_tool_calls;

@@ -16,6 +16,11 @@ use tokio::sync::mpsc::UnboundedSender;
 pub struct SessionOptions {
     /// Where relative paths resolve and the only place tools may write.
     pub workspace: PathBuf,
+    /// Whose session this is: a daemon agent's name, or `main` (`reef_core::DEFAULT_AGENT`).
+    pub agent: String,
+    /// The most characters of the workspace's `MEMORY.md` put in the system prompt; beyond
+    /// that the agent is asked to compact the file. 0 leaves notes out.
+    pub notes_max_chars: usize,
     /// Model requests per turn before the turn stops with `MaxRounds`.
     pub max_rounds: u32,
     /// Wall-clock budget of one turn.
@@ -73,6 +78,7 @@ impl Session {
         store
             .create_session(NewSession {
                 id: id.clone(),
+                agent: Some(opts.agent.clone()),
                 workspace: opts.workspace.display().to_string(),
                 provider: model.provider().to_owned(),
                 model: model.model().to_owned(),
@@ -176,12 +182,17 @@ impl Session {
     pub(crate) fn context(&self) -> Vec<Message> {
         let names = self.tools.names();
         let mut out = Vec::with_capacity(self.history.len() + 1);
-        out.push(Message::system(prompt::system_prompt(
+        let mut system = prompt::system_prompt(
             self.opts.persona.as_deref(),
             self.opts.system_prompt.as_deref(),
             &self.opts.workspace,
             &names,
-        )));
+        );
+        if let Some(notes) = prompt::notes(&self.opts.workspace, self.opts.notes_max_chars) {
+            system.push_str("\n\n");
+            system.push_str(&notes);
+        }
+        out.push(Message::system(system));
         let answered: HashSet<&str> = self
             .history
             .iter()

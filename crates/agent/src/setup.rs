@@ -2,10 +2,11 @@
 
 use crate::error::AgentError;
 use crate::session::SessionOptions;
-use reef_config::{Config, NetworkModeName, ProviderConfig, SandboxBackendName};
+use reef_config::{Config, EmbedderChoice, NetworkModeName, ProviderConfig, SandboxBackendName};
 use reef_core::ModelClient;
-use reef_llm::ProviderSettings;
+use reef_llm::{EmbedderSettings, ProviderSettings};
 use reef_sandbox::{HelperCommand, Limits, NetworkMode, Sandbox, SandboxBackend, SandboxPolicy};
+use reef_store::Store;
 use reef_tools::{BuiltinConfig, ToolRegistry};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -141,6 +142,8 @@ pub fn builtin_registry(config: &Config, policy: SandboxPolicy) -> ToolRegistry 
 pub fn session_options(config: &Config, workspace: PathBuf) -> SessionOptions {
     SessionOptions {
         workspace,
+        agent: reef_core::DEFAULT_AGENT.to_owned(),
+        notes_max_chars: config.memory.notes_max_chars,
         max_rounds: config.agent.max_rounds,
         max_wall: Duration::from_secs(config.agent.max_wall_secs),
         inline_output_chars: config.agent.inline_output_chars,
@@ -204,4 +207,63 @@ pub fn default_model(config: &Config) -> Result<Arc<dyn ModelClient>, AgentError
         members,
         Duration::from_secs(config.failover_cooldown_secs),
     )))
+}
+
+/// Long-term memory over `store` with the embedder `[memory]` names. When it cannot be built
+/// (the model is not pulled, the provider is wrong), memory works by keyword and says why.
+pub fn memory(config: &Config, store: Store) -> reef_store::Memory {
+    let m = &config.memory;
+    let embedder = match &m.embedder {
+        EmbedderChoice::None => {
+            Err("no embedder is configured ([memory] embedder = \"none\")".to_owned())
+        }
+        EmbedderChoice::Local { model } => reef_llm::build_embedder(EmbedderSettings::Local {
+            name: model.clone(),
+            dir: config.models.dir.clone(),
+            threads: m.embed_threads.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+            }),
+        })
+        .map_err(|e| e.to_string()),
+        EmbedderChoice::Provider { provider, model } => match config.providers.get(provider) {
+            Some(p) => {
+                let mut settings = provider_settings(p);
+                settings.model = model.clone();
+                reef_llm::build_embedder(EmbedderSettings::Http(settings))
+                    .map_err(|e| e.to_string())
+            }
+            None => Err(format!("provider `{provider}` is not configured")),
+        },
+    };
+    reef_store::Memory::new(
+        store,
+        embedder,
+        reef_store::Chunking {
+            size: m.chunk_size,
+            overlap: m.chunk_overlap,
+        },
+        reef_store::Fusion {
+            keyword_weight: m.keyword_weight,
+            vector_weight: m.vector_weight,
+            k: m.rrf_k,
+        },
+    )
+}
+
+/// Adds the memory tools, acting for agent `agent` (`write_shared`: may write shared memory).
+pub fn add_memory_tools(
+    registry: &mut ToolRegistry,
+    memory: reef_store::Memory,
+    agent: &str,
+    write_shared: bool,
+) {
+    for tool in reef_tools::memory_tools(
+        memory,
+        reef_tools::MemoryScope {
+            agent: agent.to_owned(),
+            write_shared,
+        },
+    ) {
+        registry.register(tool);
+    }
 }

@@ -7,6 +7,7 @@
 mod daemon;
 mod error;
 mod layers;
+mod memory;
 mod raw;
 mod resolve;
 mod sandbox;
@@ -16,6 +17,7 @@ mod secrets;
 pub use daemon::{ApprovalsConfig, DaemonConfig};
 pub use error::ConfigError;
 pub use layers::{LoadOptions, Origin};
+pub use memory::{DEFAULT_EMBEDDER, EmbedderChoice, MemoryConfig};
 pub use resolve::{
     AgentConfig, Config, ConfigEntry, DEFAULT_LOCAL_MODEL, LOCAL_PROVIDER, ModelsConfig,
     PriceConfig, ProviderConfig, ToolsConfig,

@@ -20,6 +20,7 @@ pub(crate) struct ConfigToml {
     pub prices: BTreeMap<String, PriceToml>,
     pub approvals: Option<crate::daemon::ApprovalsToml>,
     pub models: Option<ModelsToml>,
+    pub memory: Option<crate::memory::MemoryToml>,
     #[serde(default)]
     pub secrets: BTreeMap<String, SecretToml>,
 }

@@ -100,6 +100,7 @@ pub struct Config {
     pub daemon: crate::daemon::DaemonConfig,
     pub approvals: crate::daemon::ApprovalsConfig,
     pub models: ModelsConfig,
+    pub memory: crate::memory::MemoryConfig,
     /// No provider was configured: `local` (the embedded default model) was added.
     pub implicit_local: bool,
     /// `[secrets.NAME]`, sorted by name: where each value lives, never the value.
@@ -158,6 +159,11 @@ impl Config {
             )?;
             providers.insert(LOCAL_PROVIDER.to_owned(), local);
         }
+        let memory = crate::memory::resolve_memory(
+            parsed.memory.unwrap_or_default(),
+            &providers,
+            &origin_of,
+        )?;
         let failover_cooldown_secs = model.cooldown_secs.unwrap_or(30);
         let default_given = model.default.is_some();
         let model_chain: Vec<String> = match model.default {
@@ -244,6 +250,7 @@ impl Config {
             daemon,
             approvals,
             models,
+            memory,
             implicit_local,
             secrets,
             files: merged.files,

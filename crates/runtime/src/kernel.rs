@@ -37,6 +37,8 @@ pub(crate) struct Inner {
     pub config: Config,
     pub templates: Templates,
     pub store: Store,
+    /// Long-term memory (with the configured embedder, loaded on first use), shared by agents.
+    pub memory: reef_store::Memory,
     pub bus: Bus,
     pub turns: Arc<Semaphore>,
     pub rules: CommandRules,
@@ -89,6 +91,7 @@ impl Runtime {
         let runtime = Runtime {
             inner: Arc::new(Inner {
                 turns: Arc::new(Semaphore::new(opts.config.daemon.max_concurrent_turns)),
+                memory: reef_agent::memory(&opts.config, store.clone()),
                 config: opts.config,
                 templates: opts.templates,
                 store,

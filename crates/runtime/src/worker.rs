@@ -598,6 +598,7 @@ async fn remaining(rt: &Runtime, record: &AgentRecord) -> Result<Remaining, Runt
 fn session_options(rt: &Runtime, record: &AgentRecord, remaining: Remaining) -> SessionOptions {
     let config = rt.config();
     let mut opts = reef_agent::session_options(config, record.workspace.clone().into());
+    opts.agent = record.name.clone();
     if let Some(rounds) = record.budget.rounds {
         opts.max_rounds = rounds.max(1);
     }
@@ -684,6 +685,12 @@ pub(crate) fn registry_for(
             }));
         }
     }
+    reef_agent::add_memory_tools(
+        &mut registry,
+        rt.inner.memory.clone(),
+        &record.name,
+        record.capabilities.shared_memory_write,
+    );
     registry.retain(|name| record.capabilities.allows_tool(name));
     Ok(registry)
 }

@@ -16,11 +16,14 @@ mod memory;
 mod messages;
 mod migrations;
 mod pending;
+mod recall;
 mod records;
 mod rooms;
 mod sessions;
 mod store;
+mod transcripts;
 mod usage;
+mod vectors;
 
 pub use agents::{AgentRecord, NewAgent};
 pub use chunk::chunks;
@@ -32,8 +35,13 @@ pub use memory::{
     Chunking, MemoryHit, MemoryItem, MemoryQuery, NewMemory, SHARED_NAMESPACE, check_namespace,
 };
 pub use pending::{NewPending, PendingItem, PendingKind, PendingStatus};
+pub use recall::{
+    EmbedFailure, Fusion, Memory, Saved, SearchMode, SearchOutcome, SearchRequest, fuse,
+};
 pub use records::{
     CostRow, NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage, UsageRecord,
 };
 pub use rooms::RoomRecord;
 pub use store::Store;
+pub use transcripts::SessionHit;
+pub use vectors::{VectorCoverage, VectorQuery, dot};

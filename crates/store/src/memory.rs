@@ -96,13 +96,25 @@ pub fn check_namespace(namespace: &str) -> Result<(), StoreError> {
     }
 }
 
-/// The FTS5 query for free text: each word quoted (so operators in the text are literal),
-/// any of them matching.
-fn fts_query(text: &str) -> Result<String, StoreError> {
-    let words: Vec<String> = text
+/// English words too common to rank by: a query's keyword side ignores them (unless the query
+/// has nothing else), so "when is our meeting" ranks by "meeting", not by "is".
+const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at", "be",
+    "been", "before", "being", "but", "by", "can", "could", "did", "do", "does", "doing", "for",
+    "from", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i",
+    "if", "in", "into", "is", "it", "its", "just", "me", "my", "no", "nor", "not", "now", "of",
+    "off", "on", "once", "only", "or", "our", "ours", "out", "over", "own", "she", "should", "so",
+    "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they",
+    "this", "those", "to", "too", "up", "us", "very", "was", "we", "were", "what", "when", "where",
+    "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
+];
+
+/// The FTS5 query for free text: each word quoted (so operators in the text are literal), any
+/// of them matching; stopwords are left out when other words remain.
+pub(crate) fn fts_query(text: &str) -> Result<String, StoreError> {
+    let words: Vec<&str> = text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(|w| format!("\"{w}\""))
         .collect();
     if words.is_empty() {
         return Err(StoreError::Invalid {
@@ -110,14 +122,24 @@ fn fts_query(text: &str) -> Result<String, StoreError> {
             message: "has no words to search for".into(),
         });
     }
-    Ok(words.join(" OR "))
+    let content: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| !STOPWORDS.contains(&w.to_lowercase().as_str()))
+        .collect();
+    let chosen = if content.is_empty() { words } else { content };
+    Ok(chosen
+        .iter()
+        .map(|w| format!("\"{w}\""))
+        .collect::<Vec<_>>()
+        .join(" OR "))
 }
 
 fn json_list(values: &[String]) -> Result<String, StoreError> {
     serde_json::to_string(values).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-fn parse_tags(raw: &str) -> Vec<String> {
+pub(crate) fn parse_tags(raw: &str) -> Vec<String> {
     serde_json::from_str(raw).unwrap_or_default()
 }
 
@@ -302,13 +324,43 @@ impl Store {
             if found.is_none() {
                 return Ok(false);
             }
+            let chunk_ids = tx
+                .prepare_cached("SELECT id FROM memory_chunks WHERE item_id = ?1")?
+                .query_map(params![id], |r| r.get::<_, i64>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
             // Chunks go first so their FTS rows are removed by the delete trigger.
             tx.prepare_cached("DELETE FROM memory_chunks WHERE item_id = ?1")?
                 .execute(params![id])?;
             tx.prepare_cached("DELETE FROM memory_items WHERE id = ?1")?
                 .execute(params![id])?;
             tx.commit()?;
+            if let Some(index) = db.vectors.as_mut() {
+                index.remove(&chunk_ids);
+            }
             Ok(true)
+        })
+        .await
+    }
+}
+
+impl Store {
+    /// The item of `namespace` imported from `source`, as (id, text), if there is one.
+    pub async fn memory_by_source(
+        &self,
+        namespace: &str,
+        source: &str,
+    ) -> Result<Option<(i64, String)>, StoreError> {
+        check_namespace(namespace)?;
+        let (namespace, source) = (namespace.to_owned(), source.to_owned());
+        self.run(move |db| {
+            Ok(db
+                .conn
+                .prepare_cached(
+                    "SELECT id, text FROM memory_items WHERE namespace = ?1 AND source = ?2
+                     ORDER BY id DESC LIMIT 1",
+                )?
+                .query_row(params![namespace, source], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?)
         })
         .await
     }

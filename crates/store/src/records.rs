@@ -7,6 +7,9 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NewSession {
     pub id: SessionId,
+    /// The agent whose transcript this is (`main` for `reef run`/`chat`); searched by
+    /// `search_sessions`.
+    pub agent: Option<String>,
     pub workspace: String,
     pub provider: String,
     pub model: String,

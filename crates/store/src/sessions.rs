@@ -11,8 +11,8 @@ impl Store {
     pub async fn create_session(&self, new: NewSession) -> Result<SessionRecord, StoreError> {
         self.run(move |db| {
             let now = db.clock.now();
-            db.conn.prepare_cached("INSERT INTO sessions (id, title, workspace, provider, model, created_at, updated_at)
-                 VALUES (?1, NULL, ?2, ?3, ?4, ?5, ?5)")?.execute(params![new.id.as_str(), new.workspace, new.provider, new.model, now],
+            db.conn.prepare_cached("INSERT INTO sessions (id, title, workspace, provider, model, created_at, updated_at, agent)
+                 VALUES (?1, NULL, ?2, ?3, ?4, ?5, ?5, ?6)")?.execute(params![new.id.as_str(), new.workspace, new.provider, new.model, now, new.agent],
             )?;
             Ok(SessionRecord {
                 id: new.id,

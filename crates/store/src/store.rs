@@ -17,6 +17,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) struct Db {
     pub(crate) conn: Connection,
     pub(crate) clock: Clock,
+    /// Memory vectors held in RAM for scanning; loaded on the first vector search.
+    pub(crate) vectors: Option<crate::vectors::VectorIndex>,
 }
 
 /// A handle to reef's SQLite database. Cheap to clone; clones share one connection.
@@ -76,6 +78,7 @@ impl Store {
             db: Arc::new(Mutex::new(Db {
                 conn,
                 clock: Clock::default(),
+                vectors: None,
             })),
             path: path.map(Arc::new),
         })

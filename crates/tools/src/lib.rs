@@ -1,4 +1,5 @@
-//! reef-tools: the tool registry and reef's built-in tools (shell, files, search, HTTP fetch).
+//! reef-tools: the tool registry and reef's built-in tools (shell, files, search, HTTP fetch,
+//! memory and session search).
 //!
 //! Tool names and argument shapes are a public contract with models; see README.md.
 
@@ -9,6 +10,6 @@ mod registry;
 mod secrets;
 mod text;
 
-pub use builtin::{BuiltinConfig, builtin_registry};
+pub use builtin::{BuiltinConfig, MemoryScope, builtin_registry, memory_tools};
 pub use registry::ToolRegistry;
 pub use secrets::{MIN_SECRET_LEN, Secrets};

@@ -3,6 +3,7 @@
 
 mod budgets;
 mod interrupt;
+mod memory;
 mod outputs;
 mod resume;
 mod setup;
@@ -20,6 +21,8 @@ use std::time::Duration;
 pub(crate) fn options(workspace: &Path) -> SessionOptions {
     SessionOptions {
         workspace: workspace.to_owned(),
+        agent: "main".into(),
+        notes_max_chars: 0,
         max_rounds: 25,
         max_wall: Duration::from_secs(600),
         inline_output_chars: 2000,

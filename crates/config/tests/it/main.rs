@@ -3,6 +3,7 @@
 
 mod errors;
 mod layering;
+mod memory;
 mod sandbox;
 mod secrets;
 

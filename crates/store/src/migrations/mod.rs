@@ -9,6 +9,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0003_pending_rooms.sql")),
     M::up(include_str!("0004_usage_cost.sql")),
     M::up(include_str!("0005_memory.sql")),
+    M::up(include_str!("0006_vectors_sessions.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -21,6 +22,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 5);
+        assert_eq!(ALL.len(), 6);
     }
 }

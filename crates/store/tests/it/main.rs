@@ -6,6 +6,8 @@ mod memory;
 mod messages;
 mod open;
 mod pending;
+mod recall;
+mod session_search;
 mod sessions;
 mod usage;
 
@@ -16,6 +18,7 @@ use reef_store::{NewSession, Store};
 pub fn new_session(id: &str) -> NewSession {
     NewSession {
         id: SessionId::from(id),
+        agent: Some("main".into()),
         workspace: "/tmp/ws".into(),
         provider: "openai".into(),
         model: "gpt-test".into(),

@@ -3,11 +3,14 @@
 mod edit_file;
 mod http_fetch;
 mod list_dir;
+mod memory;
 mod net;
 mod read_file;
 mod search_files;
 mod shell;
 mod write_file;
+
+pub use memory::{MemoryScope, memory_tools};
 
 use crate::registry::ToolRegistry;
 use crate::secrets::Secrets;

@@ -1,0 +1,367 @@
+//! `Memory`: long-term memory as agents and the CLI use it. Saving chunks and embeds an item;
+//! searching ranks by keyword (BM25), by vector similarity, or both fused by reciprocal rank.
+//! Without an embedder everything still works by keyword, and every answer says so.
+
+use crate::error::StoreError;
+use crate::memory::{Chunking, MemoryHit, MemoryItem, MemoryQuery, NewMemory};
+use crate::store::Store;
+use crate::vectors::VectorQuery;
+use reef_core::Embedder;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Chunks embedded per call to the embedder.
+const EMBED_BATCH: usize = 64;
+
+/// Chunks a search embeds on the way (left over from a time without an embedder).
+const SEARCH_BACKFILL: usize = 256;
+
+/// How a search ranks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// Keyword and vector rankings fused by reciprocal rank.
+    #[default]
+    Hybrid,
+    /// BM25 over the full-text index only.
+    Keyword,
+    /// Vector similarity only.
+    Vector,
+}
+
+impl std::str::FromStr for SearchMode {
+    type Err = StoreError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "hybrid" => Ok(SearchMode::Hybrid),
+            "keyword" => Ok(SearchMode::Keyword),
+            "vector" => Ok(SearchMode::Vector),
+            other => Err(StoreError::Invalid {
+                field: "mode",
+                message: format!("`{other}` is not hybrid, keyword or vector"),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for SearchMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SearchMode::Hybrid => "hybrid",
+            SearchMode::Keyword => "keyword",
+            SearchMode::Vector => "vector",
+        })
+    }
+}
+
+/// Reciprocal-rank fusion: a hit at rank r (from 1) in a list adds `weight / (k + r)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fusion {
+    pub keyword_weight: f64,
+    pub vector_weight: f64,
+    pub k: f64,
+}
+
+impl Default for Fusion {
+    /// The defaults of `[memory]`: the keyword ranking at half the vector ranking's weight,
+    /// and the customary rank constant of 60.
+    fn default() -> Self {
+        Self {
+            keyword_weight: 0.5,
+            vector_weight: 1.0,
+            k: 60.0,
+        }
+    }
+}
+
+/// A search of long-term memory.
+#[derive(Clone, Debug, Default)]
+pub struct SearchRequest {
+    pub namespaces: Vec<String>,
+    pub text: String,
+    pub tags: Vec<String>,
+    pub since: Option<String>,
+    pub limit: usize,
+    pub mode: SearchMode,
+}
+
+/// What a search found, how it ranked, and anything the caller should know (no embedder, or
+/// chunks not embedded yet).
+#[derive(Clone, Debug, Serialize)]
+pub struct SearchOutcome {
+    pub mode: SearchMode,
+    pub hits: Vec<MemoryHit>,
+    pub note: Option<String>,
+}
+
+/// A saved item, and a note when it could not be embedded (it is still found by keyword).
+#[derive(Clone, Debug, Serialize)]
+pub struct Saved {
+    pub item: MemoryItem,
+    pub note: Option<String>,
+}
+
+/// Long-term memory over a store, with an embedder when one is available.
+#[derive(Clone)]
+pub struct Memory {
+    store: Store,
+    embedder: Result<Arc<dyn Embedder>, String>,
+    chunking: Chunking,
+    fusion: Fusion,
+}
+
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory")
+            .field(
+                "embedder",
+                &self.embedder.as_ref().map(|e| e.id().to_owned()),
+            )
+            .field("chunking", &self.chunking)
+            .field("fusion", &self.fusion)
+            .finish()
+    }
+}
+
+impl Memory {
+    /// `embedder` is the embedder, or why there is none (said with keyword-only results).
+    pub fn new(
+        store: Store,
+        embedder: Result<Arc<dyn Embedder>, String>,
+        chunking: Chunking,
+        fusion: Fusion,
+    ) -> Self {
+        Self {
+            store,
+            embedder,
+            chunking,
+            fusion,
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The embedder, or why there is none.
+    pub fn embedder(&self) -> Result<&Arc<dyn Embedder>, &str> {
+        self.embedder.as_ref().map_err(String::as_str)
+    }
+
+    fn keyword_only(&self) -> String {
+        match &self.embedder {
+            Ok(_) => String::new(),
+            Err(why) => format!("keyword search only: {why}"),
+        }
+    }
+
+    /// Stores `memory` and embeds its chunks.
+    pub async fn save(&self, memory: NewMemory) -> Result<Saved, StoreError> {
+        let namespace = memory.namespace.clone();
+        let item = self.store.add_memory(memory, self.chunking).await?;
+        let note = match &self.embedder {
+            Err(_) => Some(self.keyword_only()),
+            Ok(_) => match self.embed_pending(vec![namespace], usize::MAX).await {
+                Ok(_) => None,
+                Err(e) => Some(format!(
+                    "saved, but not embedded ({e}); it is found by keyword until a search embeds it"
+                )),
+            },
+        };
+        Ok(Saved { item, note })
+    }
+
+    /// Embeds up to `max` chunks of `namespaces` that have no vector from the current
+    /// embedder; returns how many were embedded and whether more are left.
+    pub async fn embed_pending(
+        &self,
+        namespaces: Vec<String>,
+        max: usize,
+    ) -> Result<(usize, bool), EmbedFailure> {
+        let embedder = self
+            .embedder
+            .as_ref()
+            .map_err(|why| EmbedFailure(why.clone()))?;
+        let mut done = 0;
+        while done < max {
+            let want = EMBED_BATCH.min(max - done);
+            let pending = self
+                .store
+                .chunks_to_embed(embedder.id(), namespaces.clone(), want + 1)
+                .await
+                .map_err(|e| EmbedFailure(e.to_string()))?;
+            if pending.is_empty() {
+                return Ok((done, false));
+            }
+            let more = pending.len() > want;
+            let batch: Vec<(i64, String)> = pending.into_iter().take(want).collect();
+            let texts: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
+            let vectors = embedder
+                .embed(&texts)
+                .await
+                .map_err(|e| EmbedFailure(e.to_string()))?;
+            if vectors.len() != batch.len() {
+                return Err(EmbedFailure(format!(
+                    "the embedder returned {} vectors for {} texts",
+                    vectors.len(),
+                    batch.len()
+                )));
+            }
+            let rows = batch.into_iter().map(|(id, _)| id).zip(vectors).collect();
+            self.store
+                .store_vectors(embedder.id(), rows)
+                .await
+                .map_err(|e| EmbedFailure(e.to_string()))?;
+            done += want;
+            if !more {
+                return Ok((done, false));
+            }
+        }
+        Ok((done, true))
+    }
+
+    /// Searches in `request.mode`; hybrid falls back to keyword when there is no embedder or
+    /// it fails, and the outcome's note says so. Vector mode without an embedder is an error.
+    pub async fn search(&self, request: SearchRequest) -> Result<SearchOutcome, StoreError> {
+        let limit = request.limit.clamp(1, 1000);
+        let keyword_query = |limit: usize| MemoryQuery {
+            namespaces: request.namespaces.clone(),
+            text: request.text.clone(),
+            tags: request.tags.clone(),
+            since: request.since.clone(),
+            limit,
+        };
+        if request.mode == SearchMode::Keyword {
+            return Ok(SearchOutcome {
+                mode: SearchMode::Keyword,
+                hits: self.store.search_memory(keyword_query(limit)).await?,
+                note: None,
+            });
+        }
+        let vector = self.query_vector(&request).await;
+        let (vector, note) = match (vector, request.mode) {
+            (Ok(found), _) => found,
+            (Err(why), SearchMode::Vector) => {
+                return Err(StoreError::Invalid {
+                    field: "mode",
+                    message: format!("vector search needs an embedder: {why}"),
+                });
+            }
+            (Err(why), _) => {
+                return Ok(SearchOutcome {
+                    mode: SearchMode::Keyword,
+                    hits: self.store.search_memory(keyword_query(limit)).await?,
+                    note: Some(format!("keyword search only: {why}")),
+                });
+            }
+        };
+        let by_vector = self.store.vector_search(vector).await?;
+        if request.mode == SearchMode::Vector {
+            let mut hits = by_vector;
+            hits.truncate(limit);
+            return Ok(SearchOutcome {
+                mode: SearchMode::Vector,
+                hits,
+                note,
+            });
+        }
+        let by_keyword = match self
+            .store
+            .search_memory(keyword_query(candidates(request.mode, limit)))
+            .await
+        {
+            Ok(hits) => hits,
+            // A query of only punctuation has no words for BM25; the vector side still ranks.
+            Err(StoreError::Invalid { field: "query", .. }) => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        Ok(SearchOutcome {
+            mode: SearchMode::Hybrid,
+            hits: fuse(&by_keyword, &by_vector, self.fusion, limit),
+            note,
+        })
+    }
+
+    /// Embeds the query (after embedding a bounded number of pending chunks) into a vector
+    /// query; the note reports chunks still without vectors.
+    async fn query_vector(
+        &self,
+        request: &SearchRequest,
+    ) -> Result<(VectorQuery, Option<String>), String> {
+        let embedder = self.embedder.as_ref().map_err(Clone::clone)?;
+        let (_, more) = self
+            .embed_pending(request.namespaces.clone(), SEARCH_BACKFILL)
+            .await
+            .map_err(|e| e.0)?;
+        let mut vectors = embedder
+            .embed(std::slice::from_ref(&request.text))
+            .await
+            .map_err(|e| e.to_string())?;
+        let vector = vectors.pop().ok_or("the embedder returned no vector")?;
+        let note = more.then(|| {
+            "some chunks have no vector yet (they are embedded a batch per search); \
+             vector ranking covers the rest"
+                .to_owned()
+        });
+        Ok((
+            VectorQuery {
+                namespaces: request.namespaces.clone(),
+                embedder: embedder.id().to_owned(),
+                vector,
+                tags: request.tags.clone(),
+                since: request.since.clone(),
+                limit: candidates(request.mode, request.limit.clamp(1, 1000)),
+            },
+            note,
+        ))
+    }
+}
+
+/// How many hits each ranking contributes: fusion re-ranks the union of both rankings' top
+/// candidates, so each gives more than the final limit.
+fn candidates(mode: SearchMode, limit: usize) -> usize {
+    match mode {
+        SearchMode::Hybrid => (limit * 2).max(10),
+        SearchMode::Keyword | SearchMode::Vector => limit,
+    }
+}
+
+/// Why chunks could not be embedded.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct EmbedFailure(pub String);
+
+/// Reciprocal-rank fusion of two rankings of chunks; the score is the fused score.
+pub fn fuse(
+    keyword: &[MemoryHit],
+    vector: &[MemoryHit],
+    fusion: Fusion,
+    limit: usize,
+) -> Vec<MemoryHit> {
+    let mut fused: HashMap<i64, MemoryHit> = HashMap::new();
+    for (hits, weight) in [
+        (keyword, fusion.keyword_weight),
+        (vector, fusion.vector_weight),
+    ] {
+        for (rank, hit) in hits.iter().enumerate() {
+            let add = weight / (fusion.k + rank as f64 + 1.0);
+            fused
+                .entry(hit.chunk_id)
+                .and_modify(|h| h.score += add)
+                .or_insert_with(|| MemoryHit {
+                    score: add,
+                    ..hit.clone()
+                });
+        }
+    }
+    let mut hits: Vec<MemoryHit> = fused.into_values().collect();
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.chunk_id.cmp(&b.chunk_id))
+    });
+    hits.truncate(limit);
+    hits
+}

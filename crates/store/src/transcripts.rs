@@ -1,0 +1,71 @@
+//! Session search: full-text search (FTS5, BM25) over the user and assistant messages of every
+//! session an agent had.
+
+use crate::error::StoreError;
+use crate::memory::fts_query;
+use crate::store::Store;
+use rusqlite::params;
+use serde::Serialize;
+
+/// One message that matched, best first.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionHit {
+    pub session_id: String,
+    pub seq: i64,
+    pub role: String,
+    /// The message around the match, matched words in `[` `]`.
+    pub snippet: String,
+    pub created_at: String,
+    /// BM25 relevance, higher is better.
+    pub score: f64,
+}
+
+impl Store {
+    /// Messages of `agent`'s sessions matching `text` (any of its words), best first; `since`
+    /// keeps messages at or after a timestamp.
+    pub async fn search_sessions(
+        &self,
+        agent: &str,
+        text: &str,
+        since: Option<String>,
+        limit: usize,
+    ) -> Result<Vec<SessionHit>, StoreError> {
+        if agent.trim().is_empty() {
+            return Err(StoreError::Invalid {
+                field: "agent",
+                message: "is empty".into(),
+            });
+        }
+        let matcher = fts_query(text)?;
+        let agent = agent.to_owned();
+        let limit = limit.clamp(1, 200) as i64;
+        self.run(move |db| {
+            let mut stmt = db.conn.prepare_cached(
+                "SELECT f.session_id, f.seq, m.role,
+                        snippet(messages_fts, 0, '[', ']', '…', 24), m.created_at,
+                        bm25(messages_fts) AS rank
+                 FROM messages_fts f
+                 JOIN sessions s ON s.id = f.session_id
+                 JOIN messages m ON m.session_id = f.session_id AND m.seq = f.seq
+                 WHERE messages_fts MATCH ?1 AND s.agent = ?2
+                   AND (?3 IS NULL OR m.created_at >= ?3)
+                 ORDER BY rank, m.created_at DESC
+                 LIMIT ?4",
+            )?;
+            let hits = stmt
+                .query_map(params![matcher, agent, since, limit], |r| {
+                    Ok(SessionHit {
+                        session_id: r.get(0)?,
+                        seq: r.get(1)?,
+                        role: r.get(2)?,
+                        snippet: r.get(3)?,
+                        created_at: r.get(4)?,
+                        score: -r.get::<_, f64>(5)?,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(hits)
+        })
+        .await
+    }
+}
