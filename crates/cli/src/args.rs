@@ -76,6 +76,11 @@ pub enum Command {
         #[command(subcommand)]
         command: ModelsCommand,
     },
+    /// Long-term memory: add, search, list, forget, import a folder of notes.
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCommand,
+    },
     /// Measure reef on this machine.
     Bench {
         #[command(subcommand)]
@@ -99,10 +104,101 @@ pub enum ModelsCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Remember TEXT (`-` reads it from stdin).
+    Add {
+        text: String,
+        /// A tag to file it under (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        #[command(flatten)]
+        scope: MemoryScopeArgs,
+    },
+    /// Search memory by meaning and keyword (the agent's own and the shared memory).
+    Search {
+        query: String,
+        /// How many passages.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        limit: u32,
+        /// hybrid (keyword and vector ranks fused), keyword or vector.
+        #[arg(long, default_value = "hybrid")]
+        mode: String,
+        /// Only memories carrying this tag (repeatable: all of them).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// Only memories from the last N days.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        since_days: Option<u32>,
+        #[command(flatten)]
+        scope: MemoryScopeArgs,
+    },
+    /// The newest memories (the agent's own and the shared ones).
+    List {
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10000))]
+        limit: u32,
+        #[command(flatten)]
+        scope: MemoryScopeArgs,
+    },
+    /// Delete memory ID from the agent's namespace (or the shared one with --shared).
+    Forget {
+        id: i64,
+        #[command(flatten)]
+        scope: MemoryScopeArgs,
+    },
+    /// Remember every text and markdown file under DIR, chunked; files imported before are
+    /// skipped when unchanged and replaced when changed.
+    Import {
+        dir: std::path::PathBuf,
+        /// A tag for every imported file (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        #[command(flatten)]
+        scope: MemoryScopeArgs,
+    },
+}
+
+/// Whose memory a `reef memory` command works on.
+#[derive(Debug, Args)]
+pub struct MemoryScopeArgs {
+    /// The agent (its namespace is `agent:NAME`); `main` is the agent of `reef run`/`chat`.
+    #[arg(long, default_value = reef_core::DEFAULT_AGENT)]
+    pub agent: String,
+    /// Write to (or forget from) the shared namespace every agent reads.
+    #[arg(long)]
+    pub shared: bool,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// The embedded model: load time, prompt and generation tokens/s, and the end-to-end
     /// latency of a tool-using task run as a real agent turn.
     Model(BenchModelArgs),
+    /// Memory search: recall@5 of keyword, vector and hybrid search on the built-in labelled
+    /// set, embedding throughput per thread, and ingest rate and p50/p99 query latency per mode
+    /// over N chunks.
+    Memory(BenchMemoryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchMemoryArgs {
+    /// Chunks in the scale test.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunks: u32,
+    /// Queries timed per mode.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub queries: u32,
+    /// Embedding threads (default: every core).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
+    /// Only the retrieval-quality check (no throughput or scale test).
+    #[arg(long)]
+    pub quality_only: bool,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

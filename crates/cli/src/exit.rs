@@ -54,7 +54,9 @@ pub fn classify(err: &anyhow::Error) -> u8 {
         if let Some(store) = cause.downcast_ref::<reef_store::StoreError>()
             && matches!(
                 store,
-                reef_store::StoreError::NotFound(_) | reef_store::StoreError::Ambiguous { .. }
+                reef_store::StoreError::NotFound(_)
+                    | reef_store::StoreError::Ambiguous { .. }
+                    | reef_store::StoreError::Invalid { .. }
             )
         {
             return USAGE;

@@ -51,7 +51,7 @@ pub async fn model(overrides: &[String], args: BenchModelArgs) -> anyhow::Result
     let grammar = measure(&client, &question, vec![shell]).await?;
 
     // The task, as full agent turns.
-    let tools = Tools::from_config(&config).await?;
+    let tools = Tools::from_config(&config, None).await?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let store = reef_store::Store::open(&scratch.path().join("bench.db"))?;
     let mut runs = Vec::new();

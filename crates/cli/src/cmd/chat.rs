@@ -21,7 +21,7 @@ Ctrl-C interrupts a running turn; at the prompt it leaves.";
 pub async fn chat(overrides: &[String], args: ChatArgs) -> anyhow::Result<u8> {
     let (config, store) = session::prepare(overrides)?;
     super::models::ensure_installed(&config, args.yes).await?;
-    let tools = session::Tools::from_config(&config).await?;
+    let tools = session::Tools::from_config(&config, Some(&store)).await?;
     let mut current = session::open(&config, &store, &tools, args.session.as_deref()).await?;
     let mut renderer = Renderer::new(Mode::Human);
     announce(&current);

@@ -3,11 +3,13 @@
 mod agents;
 #[cfg(feature = "local")]
 mod bench;
+mod bench_memory;
 mod chat;
 mod client;
 mod config;
 mod cost;
 mod doctor;
+mod memory;
 mod models;
 mod run;
 pub mod sandbox;
@@ -45,9 +47,13 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Approve(args) => agents::approve(&cli.overrides, args).await,
         Command::Deny(args) => agents::deny(&cli.overrides, args).await,
         Command::Models { command } => models::models(&cli.overrides, command).await,
+        Command::Memory { command } => memory::memory(&cli.overrides, command).await,
         Command::Bench {
             command: BenchCommand::Model(args),
         } => bench_model(&cli.overrides, args).await,
+        Command::Bench {
+            command: BenchCommand::Memory(args),
+        } => bench_memory::memory(&cli.overrides, args).await,
     }
 }
 

@@ -12,7 +12,7 @@ pub async fn run(overrides: &[String], args: RunArgs) -> anyhow::Result<u8> {
     let prompt = read_prompt(&args.prompt)?;
     let (config, store) = session::prepare(overrides)?;
     super::models::ensure_installed(&config, args.yes).await?;
-    let tools = session::Tools::from_config(&config).await?;
+    let tools = session::Tools::from_config(&config, Some(&store)).await?;
     let session = session::open(&config, &store, &tools, args.session.as_deref()).await?;
     let mode = if args.json { Mode::Json } else { Mode::Human };
     let mut renderer = Renderer::new(mode);

@@ -12,19 +12,26 @@ use reef_tools::ToolRegistry;
 use std::sync::Arc;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-/// The built-in tools under the configured sandbox, after checking that the sandbox works
-/// here, and the warning to show at the start of every turn when tools run unconfined.
+/// The built-in tools under the configured sandbox (after checking that the sandbox works
+/// here) plus, with a store, the memory tools of the `main` agent; and the warning to show at
+/// the start of every turn when tools run unconfined.
 pub struct Tools {
     pub registry: Arc<ToolRegistry>,
     pub warning: Option<String>,
 }
 
 impl Tools {
-    pub async fn from_config(config: &Config) -> anyhow::Result<Tools> {
+    pub async fn from_config(config: &Config, store: Option<&Store>) -> anyhow::Result<Tools> {
         let helper = super::sandbox::helper()?;
         let (policy, warning) = reef_agent::sandbox_policy(config, Some(helper)).await?;
+        let mut registry = reef_agent::builtin_registry(config, policy);
+        if let Some(store) = store {
+            let memory = reef_agent::memory(config, store.clone());
+            // The operator's own agent may write the memory every agent reads.
+            reef_agent::add_memory_tools(&mut registry, memory, reef_core::DEFAULT_AGENT, true);
+        }
         Ok(Tools {
-            registry: reef_agent::builtin_tools(config, policy),
+            registry: Arc::new(registry),
             warning,
         })
     }

@@ -7,6 +7,7 @@ mod crash;
 mod daemon;
 mod e2e;
 mod failures;
+mod memory;
 mod models;
 mod sandbox;
 mod secrets;

@@ -1,0 +1,349 @@
+//! `reef memory`: add, search, list, forget and import through the binary, namespaced per
+//! agent; keyword-only when no embedder is configured (and saying so); hybrid search with the
+//! real MiniLM model surfacing both an exact-keyword hit and a paraphrase.
+
+use crate::reef;
+use reef_test_support::TestHome;
+use serde_json::Value;
+
+fn json(out: &assert_cmd::assert::Assert) -> Value {
+    serde_json::from_slice(&out.get_output().stdout).unwrap()
+}
+
+fn keyword_home() -> TestHome {
+    let home = TestHome::new();
+    home.write_config("[memory]\nembedder = \"none\"\n");
+    home
+}
+
+fn add(home: &TestHome, agent: &str, text: &str) -> i64 {
+    let out = reef(home)
+        .args(["memory", "add", text, "--agent", agent, "--json"])
+        .assert()
+        .success();
+    json(&out)["item"]["id"].as_i64().unwrap()
+}
+
+fn search(home: &TestHome, agent: &str, query: &str, extra: &[&str]) -> Value {
+    let out = reef(home)
+        .args(["memory", "search", query, "--agent", agent, "--json"])
+        .args(extra)
+        .assert()
+        .success();
+    json(&out)
+}
+
+fn hit_texts(outcome: &Value) -> Vec<String> {
+    outcome["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn agents_keep_private_memory_apart_and_share_the_shared_namespace() {
+    let home = keyword_home();
+    add(
+        &home,
+        "alice",
+        "The staging database password rotates every Friday.",
+    );
+    add(
+        &home,
+        "bob",
+        "Bob's staging notes: the database lives on db-eu-3.",
+    );
+    reef(&home)
+        .args([
+            "memory",
+            "add",
+            "Everyone: the staging freeze starts Monday.",
+            "--shared",
+        ])
+        .assert()
+        .success();
+
+    let alice = search(&home, "alice", "staging database", &[]);
+    let texts = hit_texts(&alice);
+    assert!(
+        texts.iter().any(|t| t.contains("rotates every Friday")),
+        "{texts:?}"
+    );
+    assert!(
+        texts.iter().any(|t| t.contains("freeze starts Monday")),
+        "shared is readable"
+    );
+    assert!(
+        !texts.iter().any(|t| t.contains("db-eu-3")),
+        "bob's is private: {texts:?}"
+    );
+    assert_eq!(alice["mode"], "keyword");
+    let note = alice["note"].as_str().unwrap();
+    assert!(note.starts_with("keyword search only"), "{note}");
+
+    let listed = reef(&home)
+        .args(["memory", "list", "--agent", "bob", "--json"])
+        .assert()
+        .success();
+    let namespaces: Vec<String> = json(&listed)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["namespace"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        namespaces,
+        ["shared", "agent:bob"],
+        "newest first, no alice"
+    );
+
+    // The human form says the search is keyword-only too.
+    reef(&home)
+        .args(["memory", "search", "freeze", "--agent", "alice"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("keyword search only"))
+        .stdout(predicates::str::contains("freeze starts Monday"));
+}
+
+#[test]
+fn forgetting_is_limited_to_the_agents_own_namespace() {
+    let home = keyword_home();
+    let id = add(&home, "alice", "Alice's locker code is 4471.");
+    reef(&home)
+        .args(["memory", "forget", &id.to_string(), "--agent", "bob"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(format!(
+            "no memory #{id} in agent:bob"
+        )));
+    assert_eq!(hit_texts(&search(&home, "alice", "locker", &[])).len(), 1);
+    reef(&home)
+        .args(["memory", "forget", &id.to_string(), "--agent", "alice"])
+        .assert()
+        .success();
+    assert!(hit_texts(&search(&home, "alice", "locker", &[])).is_empty());
+}
+
+#[test]
+fn bad_arguments_name_the_field() {
+    let home = keyword_home();
+    reef(&home)
+        .args(["memory", "search", "x", "--mode", "sideways"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("mode"));
+    reef(&home)
+        .args(["memory", "add", "x", "--agent", "two words"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--agent"));
+    reef(&home)
+        .args(["memory", "search", "anything", "--mode", "vector"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("vector search needs an embedder"));
+    reef(&home)
+        .args(["memory", "import", "no-such-dir"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("DIR"));
+}
+
+#[test]
+fn import_chunks_a_folder_and_reimports_only_what_changed() {
+    let home = keyword_home();
+    let notes = home.workspace().join("notes");
+    std::fs::create_dir_all(notes.join("sub")).unwrap();
+    std::fs::create_dir_all(notes.join(".git")).unwrap();
+    let long: String = (0..60)
+        .map(|i| format!("Paragraph {i} of the runbook covers step {i} of the failover drill. "))
+        .collect();
+    std::fs::write(notes.join("runbook.md"), &long).unwrap();
+    std::fs::write(
+        notes.join("sub/vendors.txt"),
+        "Our DNS vendor is Gandi; the contract renews in May.",
+    )
+    .unwrap();
+    std::fs::write(notes.join("image.png"), [0u8, 159, 146, 150]).unwrap();
+    std::fs::write(notes.join("bad.txt"), [0xffu8, 0xfe, 0x00]).unwrap();
+    std::fs::write(notes.join(".git/HEAD.md"), "ref: refs/heads/main").unwrap();
+
+    let out = reef(&home)
+        .args([
+            "memory", "import", "notes", "--agent", "ops", "--tag", "docs", "--json",
+        ])
+        .assert()
+        .success();
+    let report = json(&out);
+    assert_eq!(report["added"], 2, "{report}");
+    let chunks = report["chunks"].as_u64().unwrap();
+    assert!(chunks >= 5, "the runbook is split into chunks: {report}");
+    let skipped = report["skipped"].to_string();
+    assert!(
+        skipped.contains("bad.txt") && skipped.contains("not UTF-8"),
+        "{skipped}"
+    );
+    assert!(
+        !skipped.contains("image.png"),
+        "only text extensions are read"
+    );
+
+    let found = search(&home, "ops", "DNS vendor contract", &["--tag", "docs"]);
+    let hits = found["hits"].as_array().unwrap();
+    assert!(
+        hits[0]["text"].as_str().unwrap().contains("Gandi"),
+        "{found}"
+    );
+    assert!(
+        hits[0]["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("sub/vendors.txt")
+    );
+    let step = search(&home, "ops", "step 42", &[]);
+    assert!(
+        hit_texts(&step)[0].contains("step 42"),
+        "the chunk holding the words ranks first: {step}"
+    );
+
+    // Again: nothing changed.
+    let again = reef(&home)
+        .args(["memory", "import", "notes", "--agent", "ops", "--json"])
+        .assert()
+        .success();
+    let again = json(&again);
+    assert_eq!(
+        (again["added"].as_u64(), again["unchanged"].as_u64()),
+        (Some(0), Some(2))
+    );
+    // One file changed: replaced, not duplicated.
+    std::fs::write(
+        notes.join("sub/vendors.txt"),
+        "Our DNS vendor is now Cloudflare.",
+    )
+    .unwrap();
+    let changed = reef(&home)
+        .args(["memory", "import", "notes", "--agent", "ops", "--json"])
+        .assert()
+        .success();
+    assert_eq!(json(&changed)["updated"], 1);
+    let texts = hit_texts(&search(&home, "ops", "DNS vendor", &[]));
+    assert!(texts.iter().any(|t| t.contains("Cloudflare")), "{texts:?}");
+    assert!(!texts.iter().any(|t| t.contains("Gandi")), "{texts:?}");
+}
+
+/// A home whose models directory is `~/.cache/reef/models` with the embedding model pulled
+/// there (once; tests of this binary pulling at the same time take turns).
+pub(crate) fn minilm_home() -> TestHome {
+    static PULL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let cache = std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/reef/models");
+    let home = TestHome::new();
+    home.write_config(&format!("[models]\ndir = \"{}\"\n", cache.display()));
+    let _turn = PULL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    reef(&home)
+        .args(["models", "pull", "minilm"])
+        .assert()
+        .success();
+    home
+}
+
+/// With the real embedding model: hybrid search finds the item holding the exact identifier
+/// and the one that only means the same thing.
+#[test]
+fn hybrid_search_with_minilm_surfaces_the_keyword_hit_and_the_paraphrase() {
+    let home = minilm_home();
+    for text in [
+        "Incident INC-4471: the nightly export crashed on a full disk.",
+        "We moved the weekly team sync to Thursdays at 10.",
+        "The office coffee machine is descaled on the first Monday.",
+        "Staging deploys need a green build on the main branch.",
+        "Priya prefers written summaries over calls.",
+    ] {
+        let out = reef(&home)
+            .args(["memory", "add", text, "--agent", "alice", "--json"])
+            .assert()
+            .success();
+        assert_eq!(json(&out)["note"], Value::Null, "embedded on save");
+    }
+    let out = search(
+        &home,
+        "alice",
+        "INC-4471 when is our recurring meeting",
+        &["--limit", "2"],
+    );
+    assert_eq!(out["mode"], "hybrid");
+    assert_eq!(out["note"], Value::Null);
+    let texts = hit_texts(&out);
+    assert!(texts.iter().any(|t| t.contains("INC-4471")), "{texts:?}");
+    assert!(
+        texts.iter().any(|t| t.contains("weekly team sync")),
+        "{texts:?}"
+    );
+
+    let keyword = search(
+        &home,
+        "alice",
+        "when is our recurring meeting",
+        &["--mode", "keyword"],
+    );
+    assert!(
+        !hit_texts(&keyword)
+            .iter()
+            .any(|t| t.contains("weekly team sync")),
+        "no shared word: keyword alone misses the paraphrase"
+    );
+    let vector = search(
+        &home,
+        "alice",
+        "when is our recurring meeting",
+        &["--mode", "vector", "--limit", "1"],
+    );
+    assert!(
+        hit_texts(&vector)[0].contains("weekly team sync"),
+        "{vector}"
+    );
+}
+
+/// The retrieval-quality check on the labelled set shipped with reef: hybrid search beats
+/// keyword-only and vector-only search on recall@5.
+#[test]
+fn hybrid_beats_keyword_and_vector_search_on_the_labelled_set() {
+    let home = minilm_home();
+    let out = reef(&home)
+        .args([
+            "bench",
+            "memory",
+            "--quality-only",
+            "--json",
+            "--threads",
+            "2",
+        ])
+        .assert()
+        .success();
+    let report = json(&out);
+    assert_eq!(report["documents"], 193, "{report}");
+    assert_eq!(report["queries"], 60, "{report}");
+    let recall = |mode: &str| {
+        report["quality"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["mode"] == mode)
+            .and_then(|q| q["recall_at_5"].as_f64())
+            .unwrap()
+    };
+    let (keyword, vector, hybrid) = (recall("keyword"), recall("vector"), recall("hybrid"));
+    assert!(
+        hybrid > keyword && hybrid > vector,
+        "recall@5: keyword {keyword:.3}, vector {vector:.3}, hybrid {hybrid:.3}"
+    );
+    assert!(
+        report["scale"].is_null(),
+        "--quality-only skips the scale test"
+    );
+}
