@@ -224,38 +224,58 @@ impl Store {
         let tags = json_list(&query.tags)?;
         let limit = query.limit.clamp(1, 1000) as i64;
         self.run(move |db| {
-            let mut stmt = db.conn.prepare_cached(
-                "SELECT c.item_id, c.id, i.namespace, c.text, i.tags, i.source, i.created_at,
-                        bm25(memory_fts) AS rank
-                 FROM memory_fts
-                 JOIN memory_chunks c ON c.id = memory_fts.rowid
-                 JOIN memory_items i ON i.id = c.item_id
-                 WHERE memory_fts MATCH ?1
-                   AND i.namespace IN (SELECT value FROM json_each(?2))
-                   AND (?3 IS NULL OR i.created_at >= ?3)
-                   AND NOT EXISTS (SELECT 1 FROM json_each(?4) want
-                                   WHERE want.value NOT IN (SELECT value FROM json_each(i.tags)))
-                 ORDER BY rank, c.id
-                 LIMIT ?5",
-            )?;
-            let hits = stmt
-                .query_map(
-                    params![matcher, namespaces, query.since, tags, limit],
-                    |r| {
-                        Ok(MemoryHit {
-                            item_id: r.get(0)?,
-                            chunk_id: r.get(1)?,
-                            namespace: r.get(2)?,
-                            text: r.get(3)?,
-                            tags: parse_tags(&r.get::<_, String>(4)?),
-                            source: r.get(5)?,
-                            created_at: r.get(6)?,
-                            score: -r.get::<_, f64>(7)?,
-                        })
-                    },
-                )?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(hits)
+            // FTS5 ranks every match; joining and filtering only the best `window` of them keeps
+            // a query for common words cheap. When the filters leave fewer than `limit` of a
+            // full window, the window grows until it holds every match.
+            let mut window = (limit * 8).max(64);
+            loop {
+                let mut stmt = db.conn.prepare_cached(
+                    "WITH top AS (SELECT rowid AS id, rank FROM memory_fts
+                                  WHERE memory_fts MATCH ?1 ORDER BY rank LIMIT ?6)
+                     SELECT c.item_id, c.id, i.namespace, c.text, i.tags, i.source,
+                            i.created_at, top.rank
+                     FROM top
+                     JOIN memory_chunks c ON c.id = top.id
+                     JOIN memory_items i ON i.id = c.item_id
+                     WHERE i.namespace IN (SELECT value FROM json_each(?2))
+                       AND (?3 IS NULL OR i.created_at >= ?3)
+                       AND NOT EXISTS (SELECT 1 FROM json_each(?4) want
+                                       WHERE want.value NOT IN (SELECT value FROM json_each(i.tags)))
+                     ORDER BY top.rank, c.id
+                     LIMIT ?5",
+                )?;
+                let hits = stmt
+                    .query_map(
+                        params![matcher, namespaces, query.since, tags, limit, window],
+                        |r| {
+                            Ok(MemoryHit {
+                                item_id: r.get(0)?,
+                                chunk_id: r.get(1)?,
+                                namespace: r.get(2)?,
+                                text: r.get(3)?,
+                                tags: parse_tags(&r.get::<_, String>(4)?),
+                                source: r.get(5)?,
+                                created_at: r.get(6)?,
+                                score: -r.get::<_, f64>(7)?,
+                            })
+                        },
+                    )?
+                    .collect::<Result<Vec<_>, _>>()?;
+                if hits.len() as i64 >= limit || window == i64::MAX {
+                    return Ok(hits);
+                }
+                let matches: i64 = db
+                    .conn
+                    .prepare_cached(
+                        "SELECT count(*) FROM (SELECT rowid FROM memory_fts
+                                               WHERE memory_fts MATCH ?1 LIMIT ?2)",
+                    )?
+                    .query_row(params![matcher, window], |r| r.get(0))?;
+                if matches < window {
+                    return Ok(hits);
+                }
+                window = window.saturating_mul(8);
+            }
         })
         .await
     }

@@ -251,11 +251,18 @@ impl Store {
         let embedder = embedder.to_owned();
         let limit = limit.clamp(1, 100_000) as i64;
         self.run(move |db| {
+            // Three index ranges on `embedder` (NULL, below, above), materialised first and
+            // driving the joins (CROSS JOIN fixes the order): a store whose chunks are all
+            // embedded answers from the index without reading a row.
             let mut stmt = db.conn.prepare_cached(
-                "SELECT c.id, c.text FROM memory_chunks c
-                 JOIN memory_items i ON i.id = c.item_id
-                 WHERE (c.embedder IS NULL OR c.embedder < ?1 OR c.embedder > ?1)
-                   AND i.namespace IN (SELECT value FROM json_each(?2))
+                "WITH pending AS MATERIALIZED (
+                     SELECT id FROM memory_chunks WHERE embedder IS NULL
+                     UNION ALL SELECT id FROM memory_chunks WHERE embedder < ?1
+                     UNION ALL SELECT id FROM memory_chunks WHERE embedder > ?1)
+                 SELECT c.id, c.text FROM pending
+                 CROSS JOIN memory_chunks c ON c.id = pending.id
+                 CROSS JOIN memory_items i ON i.id = c.item_id
+                 WHERE i.namespace IN (SELECT value FROM json_each(?2))
                  ORDER BY c.id LIMIT ?3",
             )?;
             let rows = stmt

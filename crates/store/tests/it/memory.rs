@@ -256,3 +256,29 @@ async fn bad_input_names_the_field() {
         "namespaces"
     );
 }
+
+#[tokio::test]
+async fn a_match_ranked_below_many_filtered_out_ones_is_still_found() {
+    let store = Store::open_in_memory().unwrap();
+    let c = Chunking::default();
+    for i in 0..150 {
+        store
+            .add_memory(memory("agent:bob", &format!("alpha note {i}"), &[]), c)
+            .await
+            .unwrap();
+    }
+    // Long, so BM25 ranks it below every short match of bob's.
+    let long = format!("alpha {}", "filler words here ".repeat(30));
+    store
+        .add_memory(memory("agent:alice", &long, &[]), c)
+        .await
+        .unwrap();
+    let mut q = query(&["agent:alice"], "alpha");
+    q.limit = 1;
+    let hits = store.search_memory(q).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].namespace, "agent:alice");
+    let mut bob = query(&["agent:bob"], "alpha");
+    bob.limit = 200;
+    assert_eq!(store.search_memory(bob).await.unwrap().len(), 150);
+}
