@@ -121,7 +121,7 @@ pub async fn memory(overrides: &[String], args: BenchMemoryArgs) -> anyhow::Resu
             counts.push(threads);
         }
         for t in counts {
-            throughput.push(embedding_throughput(load(t)?, t).await?);
+            throughput.push(embedding_throughput(&set, load(t)?, t).await?);
         }
         scale_report = Some(scale(&args, embedder.clone(), fusion).await?);
     }
@@ -247,13 +247,26 @@ async fn quality(
     Ok(out)
 }
 
-/// Chunks of about 700 characters embedded per second with `threads` threads.
+/// English chunks of about 700 characters (the labelled set's notes run together) embedded per
+/// second with `threads` threads.
 async fn embedding_throughput(
+    set: &LabelledSet,
     embedder: Arc<dyn Embedder>,
     threads: usize,
 ) -> anyhow::Result<Throughput> {
-    let mut words = Words::new(7);
-    let texts: Vec<String> = (0..128).map(|_| words.text(110)).collect();
+    let mut notes = set.documents.iter().cycle();
+    let texts: Vec<String> = (0..128)
+        .map(|_| {
+            let mut text = String::new();
+            while text.len() < 700 {
+                if let Some(doc) = notes.next() {
+                    text.push_str(&doc.text);
+                    text.push(' ');
+                }
+            }
+            text
+        })
+        .collect();
     embedder.embed(&texts[..1]).await?; // loads the model
     let started = Instant::now();
     embedder.embed(&texts).await?;
@@ -396,7 +409,8 @@ impl Rng {
     }
 }
 
-/// Synthetic text: 5,000 pronounceable words drawn with a Zipf-like skew.
+/// Synthetic text: 5,000 pronounceable words drawn with a Zipf-like skew (the most frequent
+/// word is in most chunks, like "the").
 struct Words {
     vocab: Vec<String>,
     rng: Rng,
@@ -420,10 +434,14 @@ impl Words {
         Self { vocab, rng }
     }
 
-    fn word(&mut self) -> &str {
-        // Rank ~ vocab^u gives a Zipf-like distribution over ranks.
-        let rank = (self.vocab.len() as f64).powf(self.rng.unit()) as usize - 1;
-        &self.vocab[rank.min(self.vocab.len() - 1)]
+    /// A word at a Zipf-distributed rank (rank ~ vocab^u - 1, u uniform) of at least `min`.
+    fn word(&mut self, min: usize) -> &str {
+        loop {
+            let rank = (self.vocab.len() as f64).powf(self.rng.unit()) as usize - 1;
+            if rank >= min {
+                return &self.vocab[rank.min(self.vocab.len() - 1)];
+            }
+        }
     }
 
     fn text(&mut self, words: usize) -> String {
@@ -432,13 +450,18 @@ impl Words {
             if i > 0 {
                 out.push(' ');
             }
-            let w = self.word().to_owned();
+            let w = self.word(0).to_owned();
             out.push_str(&w);
         }
         out
     }
 
+    /// Three words, none of the 100 most frequent: those play the part of English stopwords,
+    /// which real queries drop.
     fn query(&mut self) -> String {
-        self.text(3)
+        (0..3)
+            .map(|_| self.word(100).to_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
