@@ -16,4 +16,4 @@ mod server;
 pub use home::TestHome;
 pub use recorded::RecordedRequest;
 pub use reply::MockReply;
-pub use server::{MockLlm, Responder};
+pub use server::{MockLlm, Responder, bag_of_words};

@@ -235,6 +235,8 @@ async fn handle(State(state): State<Shared>, request: Request) -> Response {
         state.lock().requests.push(recorded);
         return if parts.method == Method::GET && path.ends_with("/api/tags") {
             json_response(json!({"models": [{"name": "mock-model"}]}).to_string())
+        } else if parts.method == Method::POST && path.ends_with("/embeddings") {
+            embeddings(&state.lock().requests[..])
         } else if parts.method == Method::GET && path.ends_with("/models") {
             json_response(
                 json!({"object": "list", "data": [{"id": "mock-model", "object": "model"}]})
@@ -302,6 +304,55 @@ async fn handle(State(state): State<Shared>, request: Request) -> Response {
         WireApi::Anthropic => anthropic::render(action, stream),
         WireApi::Ollama => ollama::render(action, stream),
     }
+}
+
+/// An OpenAI-compatible `/embeddings` reply for the last recorded request: each input becomes
+/// a bag of its lowercase words hashed into 16 dimensions (unnormalised, in reverse order with
+/// explicit indexes, so clients must sort by index).
+fn embeddings(requests: &[RecordedRequest]) -> Response {
+    let Some(request) = requests.last() else {
+        return exhausted();
+    };
+    let inputs: Vec<String> = match request.body.get("input") {
+        Some(Value::String(one)) => vec![one.clone()],
+        Some(Value::Array(many)) => many
+            .iter()
+            .map(|v| v.as_str().unwrap_or_default().to_owned())
+            .collect(),
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "input must be a string or an array",
+            )
+                .into_response();
+        }
+    };
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(index, text)| json!({"object": "embedding", "index": index, "embedding": bag_of_words(text)}))
+        .collect();
+    json_response(
+        json!({"object": "list", "data": data, "model": request.body.get("model"), "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+            .to_string(),
+    )
+}
+
+/// Counts of the text's lowercase words, hashed (FNV-1a) into 16 buckets.
+pub fn bag_of_words(text: &str) -> Vec<f32> {
+    let mut v = vec![0f32; 16];
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in word.to_lowercase().bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        v[(h % 16) as usize] += 1.0;
+    }
+    v
 }
 
 /// HTTP 500 "mock script exhausted".

@@ -347,3 +347,39 @@ fn hybrid_beats_keyword_and_vector_search_on_the_labelled_set() {
         "--quality-only skips the scale test"
     );
 }
+
+/// An OpenAI-compatible embeddings endpoint instead of the local model: items and queries are
+/// embedded by the provider (the mock server), and search is hybrid.
+#[test]
+fn a_provider_embedder_embeds_through_its_endpoint() {
+    let mock = reef_test_support::MockLlm::start_blocking(Vec::new());
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}\n[memory]\nembedder = \"provider:main\"\nembedding_model = \"mock-embed\"\n",
+        crate::config_for(&mock, "openai-chat", false)
+    ));
+    let mut cmd = reef(&home);
+    cmd.env("MOCK_API_KEY", "sk-mock")
+        .args(["memory", "add", "Backups run at 02:00 on nas-2.", "--json"])
+        .assert()
+        .success();
+    let out = reef(&home)
+        .env("MOCK_API_KEY", "sk-mock")
+        .args(["memory", "search", "when do backups run", "--json"])
+        .assert()
+        .success();
+    let outcome = json(&out);
+    assert_eq!(outcome["mode"], "hybrid", "{outcome}");
+    assert_eq!(outcome["note"], Value::Null);
+    assert!(hit_texts(&outcome)[0].contains("nas-2"));
+    let embedded: Vec<Value> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/embeddings"))
+        .map(|r| r.body)
+        .collect();
+    assert_eq!(embedded.len(), 2, "the item, then the query");
+    assert_eq!(embedded[0]["model"], "mock-embed");
+    assert_eq!(embedded[0]["input"][0], "Backups run at 02:00 on nas-2.");
+    assert_eq!(embedded[1]["input"][0], "when do backups run");
+}

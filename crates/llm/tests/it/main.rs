@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod common;
+mod embeddings;
 mod errors;
 mod failover;
 mod reachable;
