@@ -1,5 +1,5 @@
 //! The OpenAI-compatible embeddings client against the mock server: what it sends, vectors in
-//! input order and unit length, batching, and errors with their kinds.
+//! input order and unit length, batching, and a connection failure with its kind.
 
 use crate::common::settings;
 use reef_core::{ModelErrorKind, WireApi};
@@ -43,20 +43,24 @@ async fn embeds_in_input_order_with_unit_vectors_and_batches_large_inputs() {
 }
 
 #[tokio::test]
-async fn a_missing_endpoint_is_a_not_found_error_naming_the_provider() {
+async fn an_unreachable_endpoint_is_a_connection_error_naming_the_provider() {
     let mock = MockLlm::start(Vec::new()).await;
     let mut provider = settings(&mock, WireApi::OpenaiChat, false);
-    provider.base_url = format!("{}/nothing-here", mock.base_url());
+    // A port nothing listens on any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    provider.base_url = format!("http://127.0.0.1:{port}/v1");
     let embedder = build_embedder(EmbedderSettings::Http(provider)).unwrap();
-    // The mock answers the unknown path `/nothing-here/embeddings` with a 404.
-    let err = embedder.embed(&["x".to_owned()]).await;
-    let err = match err {
+    let err = match embedder.embed(&["x".to_owned()]).await {
         Ok(v) => panic!("expected an error, got {v:?}"),
         Err(e) => e,
     };
     assert_eq!(err.provider, "mocked");
-    assert_eq!(err.status, Some(404));
-    assert_eq!(err.kind, ModelErrorKind::NotFound);
+    assert_eq!(err.kind, ModelErrorKind::Connection, "{err}");
+    assert!(mock.requests().is_empty());
 }
 
 #[test]
