@@ -85,30 +85,29 @@ pub async fn memory(overrides: &[String], command: MemoryCommand) -> anyhow::Res
     Ok(crate::exit::OK)
 }
 
-/// The namespace a write goes to.
-fn target(scope: &MemoryScopeArgs) -> anyhow::Result<String> {
-    let namespace = if scope.shared {
-        SHARED_NAMESPACE.to_owned()
-    } else {
-        format!("agent:{}", scope.agent)
-    };
+/// The agent's own namespace, `agent:NAME`.
+fn own(agent: &str) -> anyhow::Result<String> {
+    let namespace = format!("agent:{agent}");
     reef_store::check_namespace(&namespace).map_err(|_| {
         Exit::usage(format!(
-            "--agent: `{}` is not an agent name (no spaces, not empty)",
-            scope.agent
+            "--agent: `{agent}` is not an agent name (no spaces, not empty)"
         ))
     })?;
     Ok(namespace)
 }
 
+/// The namespace a write goes to: the shared one with `--shared`, else the agent's own.
+fn target(scope: &MemoryScopeArgs) -> anyhow::Result<String> {
+    if scope.shared {
+        Ok(SHARED_NAMESPACE.to_owned())
+    } else {
+        own(&scope.agent)
+    }
+}
+
 /// The namespaces a read covers: the agent's own and the shared one.
 fn readable(scope: &MemoryScopeArgs) -> anyhow::Result<Vec<String>> {
-    let own = target(&MemoryScopeArgs {
-        agent: scope.agent.clone(),
-        shared: false,
-        json: scope.json,
-    })?;
-    Ok(vec![own, SHARED_NAMESPACE.to_owned()])
+    Ok(vec![own(&scope.agent)?, SHARED_NAMESPACE.to_owned()])
 }
 
 async fn add(
