@@ -134,9 +134,9 @@ impl Bert {
                 .transpose(1, 2)?
                 .contiguous()
         };
-        let q = split(layer.query.forward(hidden)?)?;
-        let k = split(layer.key.forward(hidden)?)?;
-        let v = split(layer.value.forward(hidden)?)?;
+        let q = split(flat(&layer.query, hidden)?)?;
+        let k = split(flat(&layer.key, hidden)?)?;
+        let v = split(flat(&layer.value, hidden)?)?;
         let scale = 1.0 / (self.head_dim as f64).sqrt();
         let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(bias)?;
         let probs = candle_nn::ops::softmax_last_dim(&scores)?;
@@ -147,12 +147,21 @@ impl Bert {
             .reshape((batch, tokens, width))?;
         let attended = layer
             .attention_norm
-            .forward(&layer.attention_out.forward(&context)?.add(hidden)?)?;
-        let inner = layer.intermediate.forward(&attended)?.gelu_erf()?;
+            .forward(&flat(&layer.attention_out, &context)?.add(hidden)?)?;
+        let inner = flat(&layer.intermediate, &attended)?.gelu_erf()?;
         layer
             .output_norm
-            .forward(&layer.output.forward(&inner)?.add(&attended)?)
+            .forward(&flat(&layer.output, &inner)?.add(&attended)?)
     }
+}
+
+/// A linear layer over `[batch, tokens, width]` as one `[batch × tokens, width]` matrix
+/// product (one large GEMM instead of one per text).
+fn flat(linear: &Linear, x: &Tensor) -> Result<Tensor> {
+    let (batch, tokens, width) = x.dims3()?;
+    let out = linear.forward(&x.reshape((batch * tokens, width))?)?;
+    let features = out.dim(1)?;
+    out.reshape((batch, tokens, features))
 }
 
 /// The CPU device candle runs on.
