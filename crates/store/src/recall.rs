@@ -150,19 +150,12 @@ impl Memory {
         self.embedder.as_ref().map_err(String::as_str)
     }
 
-    fn keyword_only(&self) -> String {
-        match &self.embedder {
-            Ok(_) => String::new(),
-            Err(why) => format!("keyword search only: {why}"),
-        }
-    }
-
     /// Stores `memory` and embeds its chunks.
     pub async fn save(&self, memory: NewMemory) -> Result<Saved, StoreError> {
         let namespace = memory.namespace.clone();
         let item = self.store.add_memory(memory, self.chunking).await?;
         let note = match &self.embedder {
-            Err(_) => Some(self.keyword_only()),
+            Err(why) => Some(format!("keyword search only: {why}")),
             Ok(_) => match self.embed_pending(vec![namespace], usize::MAX).await {
                 Ok(_) => None,
                 Err(e) => Some(format!(
