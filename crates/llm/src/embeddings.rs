@@ -36,8 +36,9 @@ pub fn build_embedder(settings: EmbedderSettings) -> Result<Arc<dyn Embedder>, L
     }
 }
 
-/// The in-process model: its files are checked now and loaded on the first `embed`, so a
-/// session that never searches memory does not pay for loading it.
+/// The in-process model, loaded on the first `embed` (a session that never searches memory
+/// does not pay for loading it). Until its files are there, every `embed` fails with NotFound
+/// naming `reef models pull`, so a long-running process picks the model up once it is pulled.
 #[cfg(feature = "embed")]
 fn local_embedder(
     name: &str,
@@ -45,15 +46,6 @@ fn local_embedder(
     threads: usize,
 ) -> Result<Arc<dyn Embedder>, LlmError> {
     let files = reef_embed::ModelFiles::in_dir(dir, name);
-    if let Some(missing) = files.missing() {
-        return Err(LlmError::Local {
-            provider: name.to_owned(),
-            message: format!(
-                "{} is not installed (run `reef models pull {name}`)",
-                missing.display()
-            ),
-        });
-    }
     Ok(Arc::new(LazyLocal {
         name: name.to_owned(),
         files,
@@ -82,6 +74,19 @@ impl Embedder for LazyLocal {
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ModelError> {
+        if self.loaded.get().is_none()
+            && let Some(missing) = self.files.missing()
+        {
+            return Err(ModelError::new(
+                self.name.clone(),
+                ModelErrorKind::NotFound,
+                format!(
+                    "{} is not installed (run `reef models pull {}`)",
+                    missing.display(),
+                    self.name
+                ),
+            ));
+        }
         let model = self
             .loaded
             .get_or_try_init(|| async {

@@ -6,7 +6,7 @@ use crate::error::StoreError;
 use crate::memory::{Chunking, MemoryHit, MemoryItem, MemoryQuery, NewMemory};
 use crate::store::Store;
 use crate::vectors::VectorQuery;
-use reef_core::Embedder;
+use reef_core::{Embedder, ModelError};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -194,7 +194,7 @@ impl Memory {
             let vectors = embedder
                 .embed(&texts)
                 .await
-                .map_err(|e| EmbedFailure(e.to_string()))?;
+                .map_err(|e| EmbedFailure(describe(&e)))?;
             if vectors.len() != batch.len() {
                 return Err(EmbedFailure(format!(
                     "the embedder returned {} vectors for {} texts",
@@ -291,7 +291,7 @@ impl Memory {
         let mut vectors = embedder
             .embed(std::slice::from_ref(&request.text))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| describe(&e))?;
         let vector = vectors.pop().ok_or("the embedder returned no vector")?;
         let note = more.then(|| {
             "some chunks have no vector yet (they are embedded a batch per search); \
@@ -318,6 +318,15 @@ fn candidates(mode: SearchMode, limit: usize) -> usize {
     match mode {
         SearchMode::Hybrid => (limit * 2).max(10),
         SearchMode::Keyword | SearchMode::Vector => limit,
+    }
+}
+
+/// An embedder's error for a note: who failed, the HTTP status if any, and the message (without
+/// the chat-provider recovery hint of `ModelError`'s display, which does not fit an embedder).
+fn describe(e: &ModelError) -> String {
+    match e.status {
+        Some(status) => format!("embedder `{}`: HTTP {status}: {}", e.provider, e.message),
+        None => format!("embedder `{}`: {}", e.provider, e.message),
     }
 }
 

@@ -383,3 +383,31 @@ fn a_provider_embedder_embeds_through_its_endpoint() {
     assert_eq!(embedded[0]["input"][0], "Backups run at 02:00 on nas-2.");
     assert_eq!(embedded[1]["input"][0], "when do backups run");
 }
+
+/// With the default embedder not pulled, memory works by keyword and names the pull command;
+/// once the model files are there, the next search embeds what was saved and ranks by both.
+#[test]
+fn memory_saved_before_the_model_is_pulled_is_embedded_once_it_is() {
+    let cached = minilm_home().load_config().models.dir;
+    let home = TestHome::new();
+    let models = home.reef_home().join("models");
+    home.write_config(&format!("[models]\ndir = \"{}\"\n", models.display()));
+    let out = reef(&home)
+        .args(["memory", "add", "The VPN certificate expires on June 3.", "--json"])
+        .assert()
+        .success();
+    let note = json(&out)["note"].as_str().unwrap().to_owned();
+    assert!(note.contains("not embedded") && note.contains("reef models pull minilm"), "{note}");
+    let before = search(&home, "main", "when does the VPN certificate expire", &[]);
+    assert_eq!(before["mode"], "keyword");
+    assert!(before["note"].as_str().unwrap().contains("reef models pull minilm"), "{before}");
+
+    std::fs::create_dir_all(&models).unwrap();
+    for file in ["minilm.safetensors", "minilm.tokenizer.json", "minilm.config.json"] {
+        std::os::unix::fs::symlink(cached.join(file), models.join(file)).unwrap();
+    }
+    let after = search(&home, "main", "when does the VPN certificate expire", &[]);
+    assert_eq!(after["mode"], "hybrid", "{after}");
+    assert_eq!(after["note"], Value::Null, "{after}");
+    assert!(hit_texts(&after)[0].contains("June 3"));
+}

@@ -63,16 +63,35 @@ async fn an_unreachable_endpoint_is_a_connection_error_naming_the_provider() {
     assert!(mock.requests().is_empty());
 }
 
-#[test]
-fn a_local_model_that_is_not_pulled_names_the_pull_command() {
+#[tokio::test]
+async fn a_local_model_that_is_not_pulled_names_the_pull_command_until_it_is() {
     let dir = tempfile::tempdir().unwrap();
-    let err = build_embedder(EmbedderSettings::Local {
+    let embedder = build_embedder(EmbedderSettings::Local {
         name: "minilm".into(),
         dir: dir.path().to_owned(),
         threads: 1,
     })
-    .err()
-    .unwrap()
-    .to_string();
-    assert!(err.contains("reef models pull minilm"), "{err}");
+    .unwrap();
+    assert_eq!(embedder.id(), "minilm");
+    let err = match embedder.embed(&["x".to_owned()]).await {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(e) => e,
+    };
+    assert_eq!(err.kind, ModelErrorKind::NotFound);
+    assert!(err.to_string().contains("reef models pull minilm"), "{err}");
+    // Files put there later are picked up by the same embedder (here: present but not a
+    // model, so loading fails instead of reporting them missing).
+    for file in [
+        "minilm.safetensors",
+        "minilm.tokenizer.json",
+        "minilm.config.json",
+    ] {
+        std::fs::write(dir.path().join(file), b"{}").unwrap();
+    }
+    let err = match embedder.embed(&["x".to_owned()]).await {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(e) => e,
+    };
+    assert!(!err.to_string().contains("not installed"), "{err}");
+    assert!(err.to_string().contains("minilm.config.json"), "{err}");
 }
