@@ -393,17 +393,35 @@ fn memory_saved_before_the_model_is_pulled_is_embedded_once_it_is() {
     let models = home.reef_home().join("models");
     home.write_config(&format!("[models]\ndir = \"{}\"\n", models.display()));
     let out = reef(&home)
-        .args(["memory", "add", "The VPN certificate expires on June 3.", "--json"])
+        .args([
+            "memory",
+            "add",
+            "The VPN certificate expires on June 3.",
+            "--json",
+        ])
         .assert()
         .success();
     let note = json(&out)["note"].as_str().unwrap().to_owned();
-    assert!(note.contains("not embedded") && note.contains("reef models pull minilm"), "{note}");
+    assert!(
+        note.contains("not embedded") && note.contains("reef models pull minilm"),
+        "{note}"
+    );
     let before = search(&home, "main", "when does the VPN certificate expire", &[]);
     assert_eq!(before["mode"], "keyword");
-    assert!(before["note"].as_str().unwrap().contains("reef models pull minilm"), "{before}");
+    assert!(
+        before["note"]
+            .as_str()
+            .unwrap()
+            .contains("reef models pull minilm"),
+        "{before}"
+    );
 
     std::fs::create_dir_all(&models).unwrap();
-    for file in ["minilm.safetensors", "minilm.tokenizer.json", "minilm.config.json"] {
+    for file in [
+        "minilm.safetensors",
+        "minilm.tokenizer.json",
+        "minilm.config.json",
+    ] {
         std::os::unix::fs::symlink(cached.join(file), models.join(file)).unwrap();
     }
     let after = search(&home, "main", "when does the VPN certificate expire", &[]);
