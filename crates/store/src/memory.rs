@@ -135,8 +135,20 @@ pub(crate) fn fts_query(text: &str) -> Result<String, StoreError> {
         .join(" OR "))
 }
 
-fn json_list(values: &[String]) -> Result<String, StoreError> {
+/// A list as JSON text, for `json_each` in SQL.
+pub(crate) fn json_list<T: Serialize>(values: &[T]) -> Result<String, StoreError> {
     serde_json::to_string(values).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Checks the namespaces a search covers: at least one, each well-formed.
+pub(crate) fn check_search_namespaces(namespaces: &[String]) -> Result<(), StoreError> {
+    if namespaces.is_empty() {
+        return Err(StoreError::Invalid {
+            field: "namespaces",
+            message: "name at least one namespace to search".into(),
+        });
+    }
+    namespaces.iter().try_for_each(|ns| check_namespace(ns))
 }
 
 pub(crate) fn parse_tags(raw: &str) -> Vec<String> {
@@ -210,15 +222,7 @@ impl Store {
 
     /// Chunks matching the query's words in the given namespaces, best (BM25) first.
     pub async fn search_memory(&self, query: MemoryQuery) -> Result<Vec<MemoryHit>, StoreError> {
-        if query.namespaces.is_empty() {
-            return Err(StoreError::Invalid {
-                field: "namespaces",
-                message: "name at least one namespace to search".into(),
-            });
-        }
-        for ns in &query.namespaces {
-            check_namespace(ns)?;
-        }
+        check_search_namespaces(&query.namespaces)?;
         let matcher = fts_query(&query.text)?;
         let namespaces = json_list(&query.namespaces)?;
         let tags = json_list(&query.tags)?;

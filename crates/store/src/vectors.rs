@@ -5,7 +5,7 @@
 //! changed the vectors.
 
 use crate::error::StoreError;
-use crate::memory::{MemoryHit, check_namespace, parse_tags};
+use crate::memory::{MemoryHit, check_search_namespaces, json_list, parse_tags};
 use crate::store::{Db, Store};
 use rusqlite::{TransactionBehavior, params};
 use std::cmp::Ordering;
@@ -226,16 +226,6 @@ fn ensure_loaded(db: &mut Db, embedder: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn check_namespaces(namespaces: &[String]) -> Result<(), StoreError> {
-    if namespaces.is_empty() {
-        return Err(StoreError::Invalid {
-            field: "namespaces",
-            message: "name at least one namespace to search".into(),
-        });
-    }
-    namespaces.iter().try_for_each(|ns| check_namespace(ns))
-}
-
 impl Store {
     /// Up to `limit` chunks of `namespaces` that have no vector from `embedder` yet, oldest
     /// first, as (chunk id, text).
@@ -245,9 +235,8 @@ impl Store {
         namespaces: Vec<String>,
         limit: usize,
     ) -> Result<Vec<(i64, String)>, StoreError> {
-        check_namespaces(&namespaces)?;
-        let namespaces =
-            serde_json::to_string(&namespaces).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        check_search_namespaces(&namespaces)?;
+        let namespaces = json_list(&namespaces)?;
         let embedder = embedder.to_owned();
         let limit = limit.clamp(1, 100_000) as i64;
         self.run(move |db| {
@@ -344,9 +333,8 @@ impl Store {
         embedder: &str,
         namespaces: Vec<String>,
     ) -> Result<VectorCoverage, StoreError> {
-        check_namespaces(&namespaces)?;
-        let namespaces =
-            serde_json::to_string(&namespaces).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        check_search_namespaces(&namespaces)?;
+        let namespaces = json_list(&namespaces)?;
         let embedder = embedder.to_owned();
         self.run(move |db| {
             let (embedded, chunks): (i64, i64) = db
@@ -370,7 +358,7 @@ impl Store {
     /// The chunks of `namespaces` closest to `query.vector` (by cosine similarity, as the
     /// score), best first, with the tag and time filters applied.
     pub async fn vector_search(&self, query: VectorQuery) -> Result<Vec<MemoryHit>, StoreError> {
-        check_namespaces(&query.namespaces)?;
+        check_search_namespaces(&query.namespaces)?;
         if query.vector.is_empty() {
             return Err(StoreError::Invalid {
                 field: "vector",
@@ -407,10 +395,8 @@ impl Store {
             let k = if filtered { limit * 8 } else { limit };
             let best = index.top(&query.vector, &allowed, k);
             let scores: HashMap<i64, f32> = best.iter().map(|&(s, id)| (id, s)).collect();
-            let ids = serde_json::to_string(&best.iter().map(|b| b.1).collect::<Vec<_>>())
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            let tags = serde_json::to_string(&query.tags)
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let ids = json_list(&best.iter().map(|b| b.1).collect::<Vec<_>>())?;
+            let tags = json_list(&query.tags)?;
             let mut stmt = db.conn.prepare_cached(
                 "SELECT c.item_id, c.id, i.namespace, c.text, i.tags, i.source, i.created_at
                  FROM memory_chunks c JOIN memory_items i ON i.id = c.item_id
