@@ -13,9 +13,16 @@ pub enum SandboxError {
         #[source]
         source: std::io::Error,
     },
-    /// The working directory does not exist or is not a directory; create it or pick another.
+    /// The workspace (or the start directory in it) does not exist or is not a directory;
+    /// create it or pick another.
     #[error("working directory {} does not exist or is not a directory", cwd.display())]
     CwdMissing { cwd: PathBuf },
+    /// The start directory must be a relative path of plain names inside the workspace.
+    #[error(
+        "the start directory {} must be relative to the workspace, without `.` or `..`",
+        cwd.display()
+    )]
+    BadCwd { cwd: PathBuf },
     /// The landlock backend needs a helper program (`reef sandbox-exec`) and none is configured.
     #[error(
         "the landlock backend needs its helper program (reef sandbox-exec); none is configured"

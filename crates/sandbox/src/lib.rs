@@ -5,6 +5,7 @@
 mod capture;
 mod error;
 mod group;
+mod hidden;
 mod linux;
 mod policy;
 mod probe;
@@ -13,6 +14,7 @@ mod request;
 mod runner;
 
 pub use error::SandboxError;
+pub use hidden::{home_secrets, is_hidden};
 pub use linux::helper_main;
 pub use policy::{
     DEFAULT_ENV_ALLOW, HelperCommand, Limits, NetworkMode, SandboxBackend, SandboxPolicy,

@@ -97,9 +97,23 @@ pub struct SandboxPolicy {
     pub allow_domains: Vec<String>,
     /// Writable paths besides the working directory (which is always writable).
     pub writable: Vec<PathBuf>,
+    /// Host paths never shown to a command (on top of the system secrets the sandbox always
+    /// hides): the user's credential directories ([`crate::home_secrets`]), reef's home, its
+    /// store, secret files. A workspace inside one of them stays visible, and nothing else of
+    /// it does.
+    pub hidden: Vec<PathBuf>,
     pub limits: Limits,
     /// The helper for kernel backends; `None` makes `Landlock` runs fail with a clear error.
     pub helper: Option<HelperCommand>,
+}
+
+impl SandboxPolicy {
+    /// Every path this policy hides, system secrets included, each with the real path it leads
+    /// to when it is a link. reef's own file tools refuse the same paths
+    /// (see [`crate::is_hidden`]).
+    pub fn hidden_paths(&self) -> Vec<PathBuf> {
+        crate::hidden::resolve(&self.hidden)
+    }
 }
 
 impl Default for SandboxPolicy {
@@ -112,6 +126,7 @@ impl Default for SandboxPolicy {
             network: NetworkMode::None,
             allow_domains: Vec::new(),
             writable: Vec::new(),
+            hidden: Vec::new(),
             limits: Limits::default(),
             helper: None,
         }

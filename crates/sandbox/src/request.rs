@@ -9,7 +9,12 @@ pub struct ExecRequest {
     /// Program name (looked up on the child's PATH) or path.
     pub program: String,
     pub args: Vec<String>,
-    /// Working directory; also used as the child's HOME.
+    /// The directory the command works in and may write: the landlock backend mounts it
+    /// (resolved once) read-write at its real path. Also the child's HOME.
+    pub workspace: PathBuf,
+    /// Where the command starts, relative to `workspace` (empty: the workspace itself). The
+    /// landlock backend changes into it inside the sandbox, after the workspace is mounted,
+    /// so a directory swapped for a link meanwhile can only lead somewhere the sandbox shows.
     pub cwd: PathBuf,
     /// Extra variables set explicitly, after the allowed inherited ones.
     pub env: Vec<(String, String)>,
@@ -20,31 +25,54 @@ pub struct ExecRequest {
 }
 
 impl ExecRequest {
-    /// A request running `program args…` in `cwd`, with no extra env and no stdin.
+    /// A request running `program args…` in `workspace`, with no extra env and no stdin.
     pub fn new(
         program: impl Into<String>,
         args: Vec<String>,
-        cwd: PathBuf,
+        workspace: PathBuf,
         timeout: Duration,
     ) -> Self {
         Self {
             program: program.into(),
             args,
-            cwd,
+            workspace,
+            cwd: PathBuf::new(),
             env: Vec::new(),
             timeout,
             stdin: None,
         }
     }
 
-    /// A request running `/bin/sh -c command`.
-    pub fn shell(command: &str, cwd: PathBuf, timeout: Duration) -> Self {
+    /// A request running `/bin/sh -c command` in `workspace`.
+    pub fn shell(command: &str, workspace: PathBuf, timeout: Duration) -> Self {
         Self::new(
             "/bin/sh",
             vec!["-c".to_owned(), command.to_owned()],
-            cwd,
+            workspace,
             timeout,
         )
+    }
+
+    /// The same request starting in `dir`, a path relative to the workspace made only of
+    /// plain names (checked when it runs: see [`crate::SandboxError::BadCwd`]).
+    pub fn in_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = dir.into();
+        self
+    }
+
+    /// `cwd` as plain names only: not absolute, no `.` or `..`.
+    pub(crate) fn checked_cwd(&self) -> Result<&std::path::Path, crate::SandboxError> {
+        let plain = self
+            .cwd
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if plain {
+            Ok(&self.cwd)
+        } else {
+            Err(crate::SandboxError::BadCwd {
+                cwd: self.cwd.clone(),
+            })
+        }
     }
 }
 

@@ -83,14 +83,13 @@ impl Sandbox {
     /// child exits, the rest of its group is killed. If this future is dropped, the whole
     /// group is killed with SIGKILL.
     pub async fn run(&self, req: ExecRequest) -> Result<ExecOutput, SandboxError> {
-        let cwd_ok = tokio::fs::metadata(&req.cwd)
+        let start_dir = req.workspace.join(req.checked_cwd()?);
+        let dir_ok = tokio::fs::metadata(&start_dir)
             .await
             .map(|m| m.is_dir())
             .unwrap_or(false);
-        if !cwd_ok {
-            return Err(SandboxError::CwdMissing {
-                cwd: req.cwd.clone(),
-            });
+        if !dir_ok {
+            return Err(SandboxError::CwdMissing { cwd: start_dir });
         }
 
         let start = Instant::now();
@@ -169,9 +168,12 @@ impl Sandbox {
                     NetworkMode::None | NetworkMode::Full => None,
                 };
                 let spec = HelperSpec {
-                    workspace: std::fs::canonicalize(&req.cwd).unwrap_or_else(|_| req.cwd.clone()),
+                    // Resolved once, here: the helper mounts exactly this directory.
+                    workspace: std::fs::canonicalize(&req.workspace)
+                        .unwrap_or_else(|_| req.workspace.clone()),
+                    cwd: req.cwd.clone(),
                     writable: self.policy.writable.clone(),
-                    hidden: secret_paths(),
+                    hidden: self.policy.hidden_paths(),
                     network: self.policy.network,
                     limits: self.policy.limits.clone(),
                     cgroups: self
@@ -188,7 +190,13 @@ impl Sandbox {
                 (cmd, Some(policy))
             }
         };
-        cmd.current_dir(&req.cwd).env_clear();
+        // The plain backend starts in the directory itself; the helper enters it inside the
+        // sandbox, after mounting the workspace.
+        match self.policy.backend {
+            SandboxBackend::Plain => cmd.current_dir(req.workspace.join(&req.cwd)),
+            SandboxBackend::Landlock => cmd.current_dir(&req.workspace),
+        };
+        cmd.env_clear();
         if let Some(policy) = policy_env {
             cmd.env(spec::POLICY_ENV, policy);
         }
@@ -197,7 +205,7 @@ impl Sandbox {
                 cmd.env(name, value);
             }
         }
-        cmd.env("HOME", &req.cwd);
+        cmd.env("HOME", &req.workspace);
         if self.policy.backend == SandboxBackend::Landlock
             && self.policy.network == NetworkMode::Allowlist
         {
@@ -217,8 +225,10 @@ impl Sandbox {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
+        // A session of its own: its own process group (killed as one), and no controlling
+        // terminal through which it could reach reef's.
+        crate::linux::new_session(&mut cmd);
         Ok(cmd)
     }
 }
@@ -232,31 +242,6 @@ const PROXY_VARS: &[&str] = &[
     "all_proxy",
     "ALL_PROXY",
 ];
-
-/// Host paths that must stay invisible even when a mounted directory contains them.
-fn secret_paths() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-        for rel in [
-            ".ssh",
-            ".reef",
-            ".aws",
-            ".azure",
-            ".config/gcloud",
-            ".kube",
-            ".gnupg",
-            ".docker",
-            ".netrc",
-            ".git-credentials",
-        ] {
-            out.push(home.join(rel));
-        }
-    }
-    if let Some(reef_home) = std::env::var_os("REEF_HOME") {
-        out.push(PathBuf::from(reef_home));
-    }
-    out
-}
 
 /// Proves the policy's backend works on this machine by running `true` under it. For the
 /// landlock backend, the error carries the helper's own explanation of the failed step.

@@ -5,8 +5,8 @@
 use super::spec::PROXY_PORT;
 use crate::policy::{Limits, NetworkMode};
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr,
+    ABI, Access, AccessFs, AccessNet, LandlockStatus, NetPort, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus,
 };
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::resource::{Resource, setrlimit};
@@ -71,7 +71,23 @@ pub(crate) fn landlock(writable: &[PathBuf], network: NetworkMode) -> Result<(),
                 .map_err(err)?;
         }
     }
-    created.restrict_self().map_err(err)?;
+    let status = created.restrict_self().map_err(err)?;
+    // Landlock is part of this backend, not an option of it: a kernel without it, or a
+    // seccomp filter above reef that hides it, means the backend does not work here. A kernel
+    // with an older Landlock enforces the filesystem rules it knows (partially enforced); the
+    // rights it lacks (network ports, device ioctls) are covered by the empty network
+    // namespace, seccomp and the read-only view.
+    if status.ruleset == RulesetStatus::NotEnforced {
+        let why = match status.landlock {
+            LandlockStatus::NotEnabled => "built into the kernel but not enabled at boot (lsm=)",
+            LandlockStatus::NotImplemented => {
+                "not available: a kernel without Landlock, or a seccomp filter above reef that \
+                 denies its system calls"
+            }
+            LandlockStatus::Available { .. } => "available but the ruleset was not applied",
+        };
+        return Err(format!("landlock is not enforced: Landlock is {why}"));
+    }
     Ok(())
 }
 
@@ -166,6 +182,22 @@ pub(crate) fn seccomp(network: NetworkMode) -> Result<(), String> {
         })
         .collect::<Result<Vec<_>, String>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
+    // Pushing characters into a terminal's input, or the console's special commands: the
+    // command has no terminal of its own, and must never type into someone else's.
+    let ioctl_rules = [libc::TIOCSTI, libc::TIOCLINUX]
+        .iter()
+        .map(|request| {
+            let arg = SeccompCondition::new(
+                1,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Eq,
+                u64::from(*request as u32),
+            )
+            .map_err(err)?;
+            SeccompRule::new(vec![arg]).map_err(err)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    rules.insert(libc::SYS_ioctl, ioctl_rules);
     match network {
         NetworkMode::Full => {}
         // Only unix sockets: no TCP, UDP, raw or netlink traffic of any kind.

@@ -62,7 +62,7 @@ pub(crate) fn run(spec: &HelperSpec, command: &[OsString]) -> Result<i32, String
         .collect::<Result<_, _>>()?;
     let child = match sys::fork_process().map_err(|e| format!("fork the command: {e}"))? {
         ForkResult::Child => {
-            let code = exec(&spec.workspace, &argv, &env);
+            let code = exec(&spec.workspace.join(&spec.cwd), &argv, &env);
             std::process::exit(code);
         }
         ForkResult::Parent { child } => child,
@@ -77,14 +77,15 @@ pub(crate) fn run(spec: &HelperSpec, command: &[OsString]) -> Result<i32, String
     Ok(reap_until(child))
 }
 
-/// In the forked child: enter the workspace and become the command.
-fn exec(workspace: &std::path::Path, argv: &[CString], env: &[CString]) -> i32 {
+/// In the forked child: enter the start directory (inside the view, where a link can only
+/// lead to what the sandbox shows) and become the command.
+fn exec(dir: &std::path::Path, argv: &[CString], env: &[CString]) -> i32 {
     use std::io::Write;
-    if let Err(e) = chdir(workspace) {
+    if let Err(e) = chdir(dir) {
         let _ = writeln!(
             std::io::stderr(),
             "reef-sandbox: chdir {}: {e}",
-            workspace.display()
+            dir.display()
         );
         return SETUP_FAILED;
     }

@@ -5,12 +5,13 @@
 pub(crate) mod cgroup;
 mod confine;
 mod init;
+mod layers;
 mod mounts;
 mod relay;
 pub(crate) mod spec;
 mod sys;
 
-pub(crate) use sys::landlock_abi;
+pub(crate) use sys::{landlock_abi, new_session};
 
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::prctl;

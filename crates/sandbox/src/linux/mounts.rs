@@ -1,8 +1,10 @@
 //! The filesystem view of a sandbox: a fresh tmpfs root where system directories are bound
 //! read-only, the workspace (and configured paths) read-write, `/tmp` is private, `/dev` holds
 //! only harmless devices, `/proc` belongs to the new PID namespace, and nothing else of the
-//! host (home directories, /root, /run, /var, /srv…) exists.
+//! host (home directories, /root, /run, /var, /srv…) exists. The request's own layers
+//! (workspace, writable paths, hidden paths, protected workspace files) are in `layers`.
 
+use super::layers;
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use nix::sys::statvfs::{FsFlags, statvfs};
 use nix::unistd::{chdir, pivot_root};
@@ -15,20 +17,23 @@ const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
 ];
 
-/// Files under the visible system directories that hold host secrets: masked even though
-/// the sandbox user may own them (a reef running as root maps root's files to it).
-const MASKED_FILES: &[&str] = &[
-    "/etc/shadow",
-    "/etc/shadow-",
-    "/etc/gshadow",
-    "/etc/gshadow-",
-    "/etc/sudoers",
-    "/etc/security/opasswd",
-];
-const MASKED_DIRS: &[&str] = &["/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private"];
-
 /// Devices bound from the host into the sandbox's `/dev`.
-const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+/// No `tty`: the command has no controlling terminal and must not reach reef's.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
+
+/// Parts of `/proc` that configure the host kernel: read-only inside. Root-owned, they would
+/// otherwise be writable by the sandbox user of a reef running as root (whose files it owns).
+const PROC_READ_ONLY: &[&str] = &["sys", "sysrq-trigger", "irq", "bus", "fs", "acpi"];
+/// Parts of `/proc` that expose the host kernel's memory, keys or timers: hidden.
+const PROC_HIDDEN: &[&str] = &[
+    "kcore",
+    "keys",
+    "key-users",
+    "timer_list",
+    "sched_debug",
+    "latency_stats",
+    "kmsg",
+];
 
 /// Where the new root is assembled: the first of these that exists and is not an ancestor of
 /// a path the sandbox needs (the mount hides it only inside the sandbox's mount namespace).
@@ -85,7 +90,7 @@ pub(crate) fn enter_view(
     )?;
 
     for dir in SYSTEM_DIRS.iter().map(Path::new) {
-        bind_into(base, dir, true)?;
+        bind_system(base, dir)?;
     }
     // A private /tmp first: a workspace under the host's /tmp is bound on top of it.
     let tmp = base.join("tmp");
@@ -101,9 +106,6 @@ pub(crate) fn enter_view(
             Some("mode=1777,size=512m"),
         ),
     )?;
-    for path in &needed {
-        bind_into(base, path, false)?;
-    }
     make_dev(base)?;
     if let Some(socket) = proxy_socket {
         bind_socket(base, socket)?;
@@ -121,16 +123,9 @@ pub(crate) fn enter_view(
             None::<&str>,
         ),
     )?;
-    for file in MASKED_FILES
-        .iter()
-        .map(Path::new)
-        .chain(hidden.iter().map(PathBuf::as_path))
-    {
-        mask(base, file)?;
-    }
-    for dir in MASKED_DIRS.iter().map(Path::new) {
-        mask(base, dir)?;
-    }
+    protect_proc(&proc_dir)?;
+    let open_masks = layers::apply(base, &layers::plan(workspace, writable, hidden))?;
+    layers::seal(base, &open_masks)?;
 
     let old = base.join(".old-root");
     io("create", &old, fs::create_dir_all(&old))?;
@@ -165,8 +160,9 @@ pub(crate) fn enter_view(
     Ok(())
 }
 
-/// Binds host `path` at the same place under `base`; symlinks (merged /usr) are recreated.
-fn bind_into(base: &Path, path: &Path, read_only: bool) -> Step {
+/// Binds the host system directory `path` read-only at the same place under `base`; symlinks
+/// (merged /usr) are recreated.
+fn bind_system(base: &Path, path: &Path) -> Step {
     let Ok(meta) = fs::symlink_metadata(path) else {
         return Ok(()); // absent on this host
     };
@@ -197,23 +193,12 @@ fn bind_into(base: &Path, path: &Path, read_only: bool) -> Step {
             None::<&str>,
         ),
     )?;
-    let mut flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-    if read_only {
-        flags |= MsFlags::MS_RDONLY;
-    }
-    // A user namespace may not clear flags the host mount has locked: keep them.
-    if let Ok(st) = statvfs(&target) {
-        let f = st.flags();
-        if f.contains(FsFlags::ST_NOEXEC) {
-            flags |= MsFlags::MS_NOEXEC;
-        }
-        if f.contains(FsFlags::ST_NOATIME) {
-            flags |= MsFlags::MS_NOATIME;
-        }
-        if f.contains(FsFlags::ST_RDONLY) {
-            flags |= MsFlags::MS_RDONLY;
-        }
-    }
+    let mut flags = MsFlags::MS_REMOUNT
+        | MsFlags::MS_BIND
+        | MsFlags::MS_NOSUID
+        | MsFlags::MS_NODEV
+        | MsFlags::MS_RDONLY;
+    flags |= locked_flags(&target);
     step(
         "remount",
         path,
@@ -242,39 +227,66 @@ fn bind_socket(base: &Path, socket: &Path) -> Step {
     )
 }
 
-/// Hides `path` inside the view (when it exists there) under an empty read-only mount.
-fn mask(base: &Path, path: &Path) -> Step {
-    let target = base.join(path.strip_prefix("/").unwrap_or(path));
-    let Ok(meta) = fs::symlink_metadata(&target) else {
+/// Makes the kernel's knobs under `/proc` read-only and hides what exposes host internals.
+fn protect_proc(proc_dir: &Path) -> Step {
+    for name in PROC_READ_ONLY {
+        let path = proc_dir.join(name);
+        if fs::symlink_metadata(&path).is_err() {
+            continue; // not on this kernel
+        }
+        step(
+            "bind",
+            &path,
+            mount(
+                Some(&path),
+                &path,
+                None::<&str>,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                None::<&str>,
+            ),
+        )?;
+        step(
+            "make read-only",
+            &path,
+            mount(
+                None::<&str>,
+                &path,
+                None::<&str>,
+                MsFlags::MS_REMOUNT
+                    | MsFlags::MS_BIND
+                    | MsFlags::MS_RDONLY
+                    | MsFlags::MS_NOSUID
+                    | MsFlags::MS_NODEV
+                    | MsFlags::MS_NOEXEC,
+                None::<&str>,
+            ),
+        )?;
+    }
+    for name in PROC_HIDDEN {
+        mask(&proc_dir.join(name))?;
+    }
+    Ok(())
+}
+
+/// Hides `path` (a file of the view being built, made by reef) under `/dev/null`.
+fn mask(path: &Path) -> Step {
+    let Ok(meta) = fs::symlink_metadata(path) else {
         return Ok(());
     };
     if meta.is_dir() {
-        step(
-            "hide",
-            path,
-            mount(
-                Some("tmpfs"),
-                &target,
-                Some("tmpfs"),
-                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-                Some("size=4k,mode=0"),
-            ),
-        )
-    } else if meta.is_file() {
-        step(
-            "hide",
-            path,
-            mount(
-                Some("/dev/null"),
-                &target,
-                None::<&str>,
-                MsFlags::MS_BIND,
-                None::<&str>,
-            ),
-        )
-    } else {
-        Ok(())
+        return Ok(());
     }
+    step(
+        "hide",
+        path,
+        mount(
+            Some("/dev/null"),
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        ),
+    )
 }
 
 fn make_dev(base: &Path) -> Step {
@@ -333,4 +345,23 @@ fn make_dev(base: &Path) -> Step {
         io("link", &link, symlink(target, &link))?;
     }
     Ok(())
+}
+
+/// The flags of the mount at `target` that a user namespace may not clear (the host locked
+/// them on the mount it came from): a remount must repeat them.
+pub(super) fn locked_flags(target: &Path) -> MsFlags {
+    let mut flags = MsFlags::empty();
+    if let Ok(st) = statvfs(target) {
+        let f = st.flags();
+        if f.contains(FsFlags::ST_NOEXEC) {
+            flags |= MsFlags::MS_NOEXEC;
+        }
+        if f.contains(FsFlags::ST_NOATIME) {
+            flags |= MsFlags::MS_NOATIME;
+        }
+        if f.contains(FsFlags::ST_RDONLY) {
+            flags |= MsFlags::MS_RDONLY;
+        }
+    }
+    flags
 }

@@ -9,11 +9,15 @@ use std::path::PathBuf;
 /// The confinement of one command, as the helper receives it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HelperSpec {
-    /// The working directory: mounted read-write at the same path.
+    /// The workspace (resolved): mounted read-write at the same path.
     pub workspace: PathBuf,
+    /// Where the command starts, relative to the workspace; entered inside the sandbox.
+    #[serde(default)]
+    pub cwd: PathBuf,
     /// Further read-write paths.
     pub writable: Vec<PathBuf>,
-    /// Paths hidden even when they lie inside a mounted directory (secrets).
+    /// Paths hidden even when they lie inside a mounted directory (secrets), system secrets
+    /// included, each followed by where it leads when it is a link.
     pub hidden: Vec<PathBuf>,
     pub network: NetworkMode,
     pub limits: Limits,

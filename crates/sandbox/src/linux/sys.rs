@@ -1,5 +1,6 @@
 //! The audited unsafe corner of reef: `fork` in the sandbox helper, the Landlock version
-//! query and bringing up loopback in a new network namespace.
+//! query, bringing up loopback in a new network namespace, and `setsid` between fork and exec
+//! of every command reef starts.
 //!
 //! The helper is a freshly exec'd, single-threaded process (reef dispatches `sandbox-exec`
 //! before starting any thread), so a child after `fork` may run arbitrary code; both
@@ -10,6 +11,21 @@
 )]
 
 use nix::unistd::{ForkResult, fork};
+
+/// Makes the child of `cmd` the leader of a new session (and so of a new process group, whose
+/// id is its pid) with no controlling terminal.
+pub(crate) fn new_session(cmd: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: it makes one system call (setsid) and allocates
+    // nothing (the error conversion builds an `io::Error` from a raw code, without allocating).
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
+}
 
 /// Forks the (single-threaded) helper.
 pub(crate) fn fork_process() -> nix::Result<ForkResult> {

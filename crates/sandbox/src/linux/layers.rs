@@ -1,0 +1,461 @@
+//! The part of a sandbox's view that depends on the request: the workspace and the writable
+//! paths bound read-write, hidden paths masked, and the workspace files that make the host run
+//! code (`reef.toml`, `.git/hooks`, `.git/config`) bound read-only. Layers are applied
+//! shallowest path first, so a workspace inside a hidden directory is mounted on top of that
+//! directory's mask (and nothing else of it shows), while a hidden path inside the workspace
+//! is masked on top of the workspace. Every mount point is opened beneath the new root without
+//! following a link (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`) and mounted
+//! through its descriptor, so a command racing the set-up cannot point a mount elsewhere.
+
+use nix::mount::{MsFlags, mount};
+use rustix::fs::{Mode, OFlags, ResolveFlags, mkdirat, openat, openat2};
+use rustix::io::Errno;
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+/// Workspace files that the host acts on: loaded as configuration, or run by `git`.
+const READ_ONLY: &[&str] = &["reef.toml", ".git/hooks", ".git/config"];
+/// Pinned in place (bound onto itself) so that it cannot be renamed away and replaced while
+/// its read-only parts are mounted.
+const PINNED: &str = ".git";
+
+/// What one layer does, in the order layers at the same depth are applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Kind {
+    /// Hide: an empty read-only tmpfs over a directory, `/dev/null` over anything else.
+    Mask,
+    /// Bind the host path here read-write (the workspace, `sandbox.writable`).
+    Bind,
+    /// Bind a workspace directory onto itself, read-write.
+    Pin,
+    /// Bind a workspace file or directory onto itself, read-only.
+    ReadOnly,
+}
+
+/// One mount of the plan, at `path` (absolute, as the command sees it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Layer {
+    pub path: PathBuf,
+    pub kind: Kind,
+}
+
+/// The layers for a workspace, further writable paths and hidden paths, in the order they
+/// must be applied. A writable path inside the workspace is left out (it is writable already,
+/// and binding it would resolve a path the command controls), and so is a read-only file
+/// beneath a hidden path.
+pub(crate) fn plan(workspace: &Path, writable: &[PathBuf], hidden: &[PathBuf]) -> Vec<Layer> {
+    let mut layers = vec![Layer {
+        path: workspace.to_path_buf(),
+        kind: Kind::Bind,
+    }];
+    for path in writable.iter().filter(|p| !p.starts_with(workspace)) {
+        layers.push(Layer {
+            path: path.clone(),
+            kind: Kind::Bind,
+        });
+    }
+    for path in hidden {
+        layers.push(Layer {
+            path: path.clone(),
+            kind: Kind::Mask,
+        });
+    }
+    let masked = |p: &Path| {
+        hidden
+            .iter()
+            .any(|h| h.starts_with(workspace) && h != workspace && p.starts_with(h))
+    };
+    let pinned = workspace.join(PINNED);
+    if !masked(&pinned) {
+        layers.push(Layer {
+            path: pinned,
+            kind: Kind::Pin,
+        });
+    }
+    for rel in READ_ONLY {
+        let path = workspace.join(rel);
+        if !masked(&path) {
+            layers.push(Layer {
+                path,
+                kind: Kind::ReadOnly,
+            });
+        }
+    }
+    layers.sort_by_key(|l| (l.path.components().count(), l.kind));
+    layers.dedup_by(|a, b| a.path == b.path && a.kind == b.kind);
+    layers
+}
+
+/// Applies `layers` to the view being built at `base` (not yet the root). Masks that have
+/// something bound beneath them stay writable until [`seal`] makes them read-only.
+pub(crate) fn apply(base: &Path, layers: &[Layer]) -> Result<Vec<PathBuf>, String> {
+    let root = rustix::fs::open(
+        base,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("open the sandbox root {}: {e}", base.display()))?;
+    let mut open_masks = Vec::new();
+    for (i, layer) in layers.iter().enumerate() {
+        let rel = relative(&layer.path);
+        match layer.kind {
+            Kind::Mask => {
+                let holds_binds = layers[i + 1..].iter().any(|l| {
+                    l.kind == Kind::Bind && l.path != layer.path && l.path.starts_with(&layer.path)
+                });
+                if holds_binds {
+                    let (parent, name) = ensure_parent(root.as_fd(), rel, 0o755)?;
+                    let dir = ensure_child(parent.as_fd(), name, true, 0o755, &layer.path)?;
+                    mount_tmpfs(&dir, "mode=0111,size=64k", false, &layer.path)?;
+                    open_masks.push(layer.path.clone());
+                } else {
+                    mask(root.as_fd(), rel, &layer.path)?;
+                }
+            }
+            Kind::Bind => bind_host(root.as_fd(), rel, &layer.path, &open_masks)?,
+            Kind::Pin => self_bind(root.as_fd(), rel, &layer.path, false)?,
+            Kind::ReadOnly => self_bind(root.as_fd(), rel, &layer.path, true)?,
+        }
+    }
+    Ok(open_masks)
+}
+
+/// Makes the masks that hold bound paths read-only, now that everything is mounted in them.
+pub(crate) fn seal(base: &Path, masks: &[PathBuf]) -> Result<(), String> {
+    let root = rustix::fs::open(
+        base,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("open the sandbox root {}: {e}", base.display()))?;
+    for path in masks {
+        let top = beneath(root.as_fd(), relative(path), OFlags::DIRECTORY)
+            .map_err(|e| format!("reopen the mask of {}: {e}", path.display()))?;
+        mount(
+            None::<&str>,
+            fd_path(&top).as_str(),
+            None::<&str>,
+            MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some("mode=0111"),
+        )
+        .map_err(|e| format!("make the mask of {} read-only: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The path without its leading `/`, as `openat2` beneath the root wants it.
+fn relative(path: &Path) -> &Path {
+    path.strip_prefix("/").unwrap_or(path)
+}
+
+/// `/proc/self/fd/N`: mounting onto it mounts onto the very file the descriptor holds.
+fn fd_path(fd: &OwnedFd) -> String {
+    format!("/proc/self/fd/{}", fd.as_raw_fd())
+}
+
+/// Opens `rel` beneath `root` as an `O_PATH` descriptor without following any link.
+fn beneath(root: BorrowedFd<'_>, rel: &Path, extra: OFlags) -> rustix::io::Result<OwnedFd> {
+    openat2(
+        root,
+        rel,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC | extra,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )
+}
+
+/// Opens (creating as directories with `mode` where missing) every component of `rel` but the
+/// last, beneath `root`, without following links. Returns the parent and the last name.
+fn ensure_parent<'a>(
+    root: BorrowedFd<'_>,
+    rel: &'a Path,
+    mode: u32,
+) -> Result<(OwnedFd, &'a OsStr), String> {
+    let names: Vec<&OsStr> = rel
+        .components()
+        .map(|c| match c {
+            Component::Normal(name) => Ok(name),
+            _ => Err(format!("{} is not a plain absolute path", rel.display())),
+        })
+        .collect::<Result<_, _>>()?;
+    let Some((last, dirs)) = names.split_last() else {
+        return Err("cannot mount over the sandbox root itself".into());
+    };
+    let mut dir = beneath(root, Path::new("."), OFlags::DIRECTORY)
+        .map_err(|e| format!("open the sandbox root: {e}"))?;
+    for (depth, name) in dirs.iter().enumerate() {
+        let shown = || names[..=depth].iter().collect::<PathBuf>();
+        dir = ensure_child(dir.as_fd(), name, true, mode, &shown())?;
+    }
+    Ok((dir, last))
+}
+
+/// Opens `name` in `dir` without following a link, creating it (a directory or an empty file)
+/// when it is missing.
+fn ensure_child(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    is_dir: bool,
+    mode: u32,
+    shown: &Path,
+) -> Result<OwnedFd, String> {
+    let open = || {
+        let kind = if is_dir {
+            OFlags::DIRECTORY
+        } else {
+            OFlags::empty()
+        };
+        openat(
+            dir,
+            name,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC | kind,
+            Mode::empty(),
+        )
+    };
+    match open() {
+        Ok(fd) => return Ok(fd),
+        Err(Errno::NOENT) => {}
+        Err(e) => return Err(format!("open /{}: {e}", shown.display())),
+    }
+    let created = if is_dir {
+        mkdirat(dir, name, Mode::from_raw_mode(mode)).map(drop)
+    } else {
+        openat(
+            dir,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )
+        .map(drop)
+    };
+    match created {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(format!("create /{}: {e}", shown.display())),
+    }
+    open().map_err(|e| format!("open /{}: {e}", shown.display()))
+}
+
+/// Hides what is at `rel`, if anything: a directory under an empty read-only tmpfs, anything
+/// else under `/dev/null`. A path that is missing or runs through a link is left alone; the
+/// place a link leads to is in the hidden list on its own.
+fn mask(root: BorrowedFd<'_>, rel: &Path, shown: &Path) -> Result<(), String> {
+    let fd = match beneath(root, rel, OFlags::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT | Errno::LOOP | Errno::NOTDIR | Errno::XDEV) => return Ok(()),
+        Err(e) => return Err(format!("open {} to hide it: {e}", shown.display())),
+    };
+    let stat = rustix::fs::fstat(&fd).map_err(|e| format!("stat {}: {e}", shown.display()))?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory {
+        mount_tmpfs(&fd, "mode=0,size=4k", true, shown)
+    } else {
+        mount(
+            Some("/dev/null"),
+            fd_path(&fd).as_str(),
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(|e| format!("hide {}: {e}", shown.display()))
+    }
+}
+
+fn mount_tmpfs(
+    target: &OwnedFd,
+    options: &str,
+    read_only: bool,
+    shown: &Path,
+) -> Result<(), String> {
+    let mut flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    if read_only {
+        flags |= MsFlags::MS_RDONLY;
+    }
+    mount(
+        Some("tmpfs"),
+        fd_path(target).as_str(),
+        Some("tmpfs"),
+        flags,
+        Some(options),
+    )
+    .map_err(|e| format!("hide {}: {e}", shown.display()))
+}
+
+/// Binds the host path `shown` (trusted: the workspace, resolved once by reef, or a configured
+/// writable path) at the same place in the view, read-write.
+fn bind_host(
+    root: BorrowedFd<'_>,
+    rel: &Path,
+    shown: &Path,
+    open_masks: &[PathBuf],
+) -> Result<(), String> {
+    let source = match rustix::fs::open(shown, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(()), // a configured path absent on this host
+        Err(e) => return Err(format!("open {} to mount it: {e}", shown.display())),
+    };
+    let stat = rustix::fs::fstat(&source).map_err(|e| format!("stat {}: {e}", shown.display()))?;
+    let is_dir =
+        rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
+    // Directories created inside a mask are traversable only, like the mask itself.
+    let mode = if open_masks.iter().any(|m| shown.starts_with(m)) {
+        0o111
+    } else {
+        0o755
+    };
+    let (parent, name) = ensure_parent(root, rel, mode)?;
+    let target = ensure_child(parent.as_fd(), name, is_dir, mode, shown)?;
+    mount(
+        Some(fd_path(&source).as_str()),
+        fd_path(&target).as_str(),
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|e| format!("bind {}: {e}", shown.display()))?;
+    remount(parent.as_fd(), name, false, shown)
+}
+
+/// Binds a path of the view onto itself (`read_only` or not). Missing, or reached through a
+/// link: nothing to protect. `.git/hooks` is created when `.git` exists without it, so that
+/// hooks cannot be added.
+fn self_bind(
+    root: BorrowedFd<'_>,
+    rel: &Path,
+    shown: &Path,
+    read_only: bool,
+) -> Result<(), String> {
+    let Some((parent_rel, name)) = rel.parent().zip(rel.file_name()) else {
+        return Ok(());
+    };
+    let parent = match beneath(root, parent_rel, OFlags::DIRECTORY) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT | Errno::LOOP | Errno::NOTDIR) => return Ok(()),
+        Err(e) => return Err(format!("open {}: {e}", shown.display())),
+    };
+    let opened = openat(
+        parent.as_fd(),
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    );
+    let target = match opened {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) if name.as_bytes() == b"hooks" => {
+            ensure_child(parent.as_fd(), name, true, 0o755, shown)?
+        }
+        Err(Errno::NOENT | Errno::LOOP) => return Ok(()),
+        Err(e) => return Err(format!("open {}: {e}", shown.display())),
+    };
+    let stat = rustix::fs::fstat(&target).map_err(|e| format!("stat {}: {e}", shown.display()))?;
+    let kind = rustix::fs::FileType::from_raw_mode(stat.st_mode);
+    match kind {
+        rustix::fs::FileType::Directory | rustix::fs::FileType::RegularFile => {}
+        // A link (O_NOFOLLOW opened the link itself), device, FIFO or socket: not the file the
+        // host would act on, so there is nothing to protect.
+        _ => return Ok(()),
+    }
+    if kind != rustix::fs::FileType::Directory && name == PINNED {
+        return Ok(()); // `.git` as a file (a worktree pointer): the git directory is elsewhere
+    }
+    mount(
+        Some(fd_path(&target).as_str()),
+        fd_path(&target).as_str(),
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(|e| format!("bind {} onto itself: {e}", shown.display()))?;
+    remount(parent.as_fd(), name, read_only, shown)
+}
+
+/// Sets the flags of the mount now at `name` in `parent` (a mount point cannot be renamed,
+/// so reopening it by name reaches the new mount): no set-uid, no devices, read-only when
+/// asked, and whatever flags the host locked on the mount it came from.
+fn remount(
+    parent: BorrowedFd<'_>,
+    name: &OsStr,
+    read_only: bool,
+    shown: &Path,
+) -> Result<(), String> {
+    let top = openat(
+        parent,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("reopen {} after mounting it: {e}", shown.display()))?;
+    let path = fd_path(&top);
+    let mut flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    if read_only {
+        flags |= MsFlags::MS_RDONLY;
+    }
+    flags |= super::mounts::locked_flags(Path::new(&path));
+    mount(
+        None::<&str>,
+        path.as_str(),
+        None::<&str>,
+        flags,
+        None::<&str>,
+    )
+    .map_err(|e| format!("remount {}: {e}", shown.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Kind, Layer, plan};
+    use std::path::PathBuf;
+
+    fn layer(path: &str, kind: Kind) -> Layer {
+        Layer {
+            path: PathBuf::from(path),
+            kind,
+        }
+    }
+
+    #[test]
+    fn a_workspace_inside_a_hidden_home_is_bound_over_its_mask() {
+        let layers = plan(
+            "/h/.reef/agents/a/workspace".as_ref(),
+            &[],
+            &[PathBuf::from("/h/.reef"), PathBuf::from("/h/.ssh")],
+        );
+        assert_eq!(
+            layers,
+            vec![
+                layer("/h/.reef", Kind::Mask),
+                layer("/h/.ssh", Kind::Mask),
+                layer("/h/.reef/agents/a/workspace", Kind::Bind),
+                layer("/h/.reef/agents/a/workspace/.git", Kind::Pin),
+                layer("/h/.reef/agents/a/workspace/reef.toml", Kind::ReadOnly),
+                layer("/h/.reef/agents/a/workspace/.git/hooks", Kind::ReadOnly),
+                layer("/h/.reef/agents/a/workspace/.git/config", Kind::ReadOnly),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_hidden_path_inside_the_workspace_is_masked_over_it() {
+        let layers = plan(
+            "/home/u".as_ref(),
+            &[PathBuf::from("/home/u/build"), PathBuf::from("/cache")],
+            &[PathBuf::from("/home/u/.ssh"), PathBuf::from("/home/u/.git")],
+        );
+        let order: Vec<(&str, Kind)> = layers
+            .iter()
+            .map(|l| (l.path.to_str().unwrap(), l.kind))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                ("/cache", Kind::Bind),
+                ("/home/u", Kind::Bind),
+                ("/home/u/.ssh", Kind::Mask),
+                ("/home/u/.git", Kind::Mask),
+                ("/home/u/reef.toml", Kind::ReadOnly),
+            ],
+            "the writable path inside the workspace is left out, and nothing is bound \
+             beneath a masked .git"
+        );
+    }
+}
