@@ -3,6 +3,7 @@
 //! isolation features this machine offers.
 
 mod capture;
+mod descriptors;
 mod error;
 mod group;
 mod hidden;
@@ -13,6 +14,7 @@ mod proxy;
 mod request;
 mod runner;
 
+pub use descriptors::raise_open_files_limit;
 pub use error::SandboxError;
 pub use hidden::{home_secrets, is_hidden};
 pub use linux::helper_main;
@@ -20,6 +22,8 @@ pub use policy::{
     DEFAULT_ENV_ALLOW, HelperCommand, Limits, NetworkMode, SandboxBackend, SandboxPolicy,
 };
 pub use probe::{Availability, CgroupVersion, Feature, IsolationReport, probe, probe_root};
-pub use proxy::{DomainAllowList, NetProxy, NetRequest, NetVerdict};
+pub use proxy::{
+    DomainAllowList, MAX_CONNECTIONS as MAX_PROXY_CONNECTIONS, NetProxy, NetRequest, NetVerdict,
+};
 pub use request::{ExecOutput, ExecRequest};
 pub use runner::{Sandbox, self_test};

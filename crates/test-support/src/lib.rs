@@ -1,5 +1,7 @@
 //! reef-test-support: dev-only helpers for reef tests: a scripted mock LLM server speaking every
-//! wire API (OpenAI chat completions, Anthropic Messages, Ollama `/api/chat`), and hermetic homes.
+//! wire API (OpenAI chat completions, Anthropic Messages, Ollama `/api/chat`), hermetic homes,
+//! and the programs tests run beside the crate under test (the sandbox helper, and a simulated
+//! kernel without Landlock).
 //!
 //! Functions here panic (with a message) when the test environment itself is broken, e.g. a
 //! loopback port cannot be bound or a temporary directory cannot be created: that is a test
@@ -9,11 +11,13 @@ mod anthropic;
 mod home;
 mod ollama;
 mod openai;
+mod programs;
 mod recorded;
 mod reply;
 mod server;
 
 pub use home::TestHome;
+pub use programs::{sandbox_helper, without_landlock};
 pub use recorded::RecordedRequest;
 pub use reply::MockReply;
 pub use server::{MockLlm, Responder, bag_of_words};

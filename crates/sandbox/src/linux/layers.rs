@@ -247,7 +247,10 @@ fn mask(root: BorrowedFd<'_>, rel: &Path, shown: &Path) -> Result<(), String> {
         Err(e) => return Err(format!("open {} to hide it: {e}", shown.display())),
     };
     let stat = rustix::fs::fstat(&fd).map_err(|e| format!("stat {}: {e}", shown.display()))?;
-    if rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory {
+    let kind = rustix::fs::FileType::from_raw_mode(stat.st_mode);
+    if kind == rustix::fs::FileType::Symlink {
+        Ok(()) // the link itself holds nothing; where it leads is masked on its own
+    } else if kind == rustix::fs::FileType::Directory {
         mount_tmpfs(&fd, "mode=0,size=4k", true, shown)
     } else {
         mount(

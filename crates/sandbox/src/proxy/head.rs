@@ -114,19 +114,21 @@ pub(crate) fn parse(head: &[u8]) -> Result<Request, Refusal> {
         path.push('?');
         path.push_str(query);
     }
-    let mut out = format!("{method} {path} {version}\r\n");
-    let mut has_host = false;
+    // The host the policy allowed is the host the origin is told: a client's own `Host`
+    // header (which could name another virtual host behind the same address) is replaced.
+    let mut out = format!(
+        "{method} {path} {version}\r\nHost: {}\r\n",
+        authority(&host, port)
+    );
     for header in lines.filter(|l| !l.is_empty()) {
         let name = header.split(':').next().unwrap_or_default().trim();
-        if HOP_BY_HOP.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+        if HOP_BY_HOP.iter().any(|h| name.eq_ignore_ascii_case(h))
+            || name.eq_ignore_ascii_case("host")
+        {
             continue;
         }
-        has_host |= name.eq_ignore_ascii_case("host");
         out.push_str(header);
         out.push_str("\r\n");
-    }
-    if !has_host {
-        out.push_str(&format!("Host: {}\r\n", authority(&host, port)));
     }
     // One request per connection: a client cannot reuse this upstream for another host.
     out.push_str("Connection: close\r\n\r\n");
@@ -201,7 +203,17 @@ mod tests {
         assert_eq!((host.as_str(), port), ("example.com", 8080));
         assert_eq!(
             String::from_utf8_lossy(&head),
-            "GET /a?b=1 HTTP/1.1\r\nAccept: */*\r\nHost: example.com:8080\r\nConnection: close\r\n\r\n"
+            "GET /a?b=1 HTTP/1.1\r\nHost: example.com:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+        let Ok(Request::Forward { head, .. }) = parse(
+            b"GET http://allowed.example/ HTTP/1.1\r\nHost: internal.example\r\nhOsT: other\r\n\r\n",
+        ) else {
+            panic!("not forwarded");
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&head),
+            "GET / HTTP/1.1\r\nHost: allowed.example\r\nConnection: close\r\n\r\n",
+            "the client's Host headers are replaced by the URL's host"
         );
     }
 

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpStream, UnixListener, UnixStream};
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 /// Requests kept in a proxy's log (the oldest are dropped first).
@@ -26,6 +27,10 @@ const LOG_CAPACITY: usize = 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// Time to open the upstream connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Connections one proxy serves at once (each costs reef two descriptors). Beyond it, a new
+/// connection is answered `503` and closed at once, so a sandbox opening thousands of idle
+/// connections cannot exhaust reef's descriptors.
+pub const MAX_CONNECTIONS: usize = 128;
 
 /// What the proxy did with one request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -120,11 +125,23 @@ fn private_dir() -> std::io::Result<PathBuf> {
 }
 
 async fn accept_loop(listener: UnixListener, allow: Arc<DomainAllowList>, log: NetLog) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         match listener.accept().await {
-            Ok((client, _)) => {
+            Ok((mut client, _)) => {
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    tracing::warn!("sandbox proxy: connection limit reached, refusing one");
+                    let reason = format!(
+                        "more than {MAX_CONNECTIONS} connections open at once; close some first"
+                    );
+                    tokio::spawn(async move { busy(&mut client, &reason).await });
+                    continue;
+                };
                 let (allow, log) = (allow.clone(), log.clone());
-                tokio::spawn(async move { handle(client, &allow, &log).await });
+                tokio::spawn(async move {
+                    handle(client, &allow, &log).await;
+                    drop(slot);
+                });
             }
             Err(err) => {
                 tracing::warn!(%err, "sandbox proxy: accept failed");
@@ -132,6 +149,22 @@ async fn accept_loop(listener: UnixListener, allow: Arc<DomainAllowList>, log: N
             }
         }
     }
+}
+
+/// Answers a connection over the limit with `503` and closes it, bounded in time so that a
+/// client that never reads cannot keep it open.
+async fn busy(client: &mut UnixStream, reason: &str) {
+    let body = format!("reef sandbox proxy: {reason}\n");
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _sent = tokio::time::timeout(
+        Duration::from_secs(1),
+        client.write_all(response.as_bytes()),
+    )
+    .await;
 }
 
 /// Serves one client connection: one tunnel or one forwarded request.

@@ -197,3 +197,66 @@ async fn allowed_host_is_reached_through_the_proxy() {
         ]
     );
 }
+
+/// Descriptors this process has open now.
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+#[tokio::test]
+async fn thousands_of_idle_connections_do_not_exhaust_the_proxy() {
+    use reef_sandbox::{DomainAllowList, MAX_PROXY_CONNECTIONS, NetProxy};
+    use tokio::io::AsyncReadExt;
+    let proxy = NetProxy::start(DomainAllowList::new(&["127.0.0.1"])).unwrap();
+    let before = open_fds();
+    // 2,000 clients connect and send nothing, as a sandboxed process could.
+    let mut idle = Vec::new();
+    for _ in 0..2000 {
+        idle.push(
+            tokio::net::UnixStream::connect(proxy.socket())
+                .await
+                .unwrap(),
+        );
+    }
+    // The last one is over the limit: it is told so and closed at once, without waiting
+    // for the idle ones to time out.
+    let mut answer = String::new();
+    idle.last_mut()
+        .unwrap()
+        .read_to_string(&mut answer)
+        .await
+        .unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 503") && answer.contains("connections open at once"),
+        "{answer:?}"
+    );
+    // This process holds the 2,000 client ends; the proxy's own ends are bounded by the limit
+    // (plus the few refused ones whose answers are still being written).
+    let held = open_fds() - before;
+    assert!(
+        held <= 2000 + MAX_PROXY_CONNECTIONS + 64,
+        "{held} descriptors for 2,000 connections (limit {MAX_PROXY_CONNECTIONS})"
+    );
+    // Once they close, the proxy serves again.
+    drop(idle);
+    let (port, rx) = origin(1, "after");
+    let mut client = loop {
+        let mut c = tokio::net::UnixStream::connect(proxy.socket())
+            .await
+            .unwrap();
+        use tokio::io::AsyncWriteExt;
+        c.write_all(format!("GET http://127.0.0.1:{port}/ok HTTP/1.1\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut head = [0u8; 12];
+        if c.read_exact(&mut head).await.is_ok() && &head == b"HTTP/1.1 200" {
+            break c;
+        }
+        // The slots of the closed connections are released as their tasks notice the close.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let mut rest = String::new();
+    client.read_to_string(&mut rest).await.unwrap();
+    assert!(rest.ends_with("after"), "{rest}");
+    assert_eq!(rx.recv().unwrap(), "GET /ok HTTP/1.1");
+}

@@ -209,6 +209,7 @@ mod controls;
 mod exhaustion;
 mod files;
 mod home;
+mod layers;
 mod lifetime;
 mod network;
 mod privileges;

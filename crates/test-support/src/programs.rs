@@ -1,0 +1,41 @@
+//! Programs the tests run beside the crate under test, found in the cargo target directory:
+//! the sandbox helper (so tests confine tools with the real default backend) and
+//! `without-landlock` (which simulates a kernel without Landlock).
+//!
+//! `cargo test --workspace` builds every binary of the workspace before any test runs; a test
+//! run limited to one package (`cargo test -p reef-tools`) needs them built first:
+//! `cargo build -p reef-sandbox -p reef-test-support --bins`.
+
+use std::path::PathBuf;
+
+/// The `reef-sandbox-exec` helper of the `landlock` backend.
+///
+/// # Panics
+/// When it has not been built (the message says how to build it).
+pub fn sandbox_helper() -> PathBuf {
+    program("reef-sandbox-exec", "reef-sandbox")
+}
+
+/// `without-landlock PROGRAM ARGS…`: runs PROGRAM with Landlock's system calls failing with
+/// ENOSYS, as on a kernel built without Landlock.
+///
+/// # Panics
+/// When it has not been built (the message says how to build it).
+pub fn without_landlock() -> PathBuf {
+    program("without-landlock", "reef-test-support")
+}
+
+fn program(name: &str, package: &str) -> PathBuf {
+    // Test binaries live in `target/<profile>/deps/`; binaries in `target/<profile>/`.
+    let dir = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent()?.parent().map(PathBuf::from));
+    let found = dir.map(|d| d.join(name)).filter(|p| p.is_file());
+    match found {
+        Some(path) => path,
+        None => panic!(
+            "{name} is not built next to this test; run the tests with `cargo test --workspace`, \
+             or build it first: cargo build -p {package} --bins"
+        ),
+    }
+}
