@@ -81,6 +81,9 @@ pub enum Command {
         #[command(subcommand)]
         command: MemoryCommand,
     },
+    /// Let this directory's reef.toml set sandbox, provider and other protected keys (for its
+    /// exact bytes); --list shows trusted files, --remove forgets one.
+    Trust(crate::cmd::trust::TrustArgs),
     /// Measure reef on this machine.
     Bench {
         #[command(subcommand)]

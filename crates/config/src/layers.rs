@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 pub enum Origin {
     Default,
     File(PathBuf),
+    /// A project file the user trusted (`reef trust`) with these exact bytes.
+    TrustedFile(PathBuf),
     Env(String),
     Cli,
 }
@@ -21,6 +23,7 @@ impl fmt::Display for Origin {
         match self {
             Origin::Default => f.write_str("default"),
             Origin::File(path) => write!(f, "{}", path.display()),
+            Origin::TrustedFile(path) => write!(f, "{} (trusted)", path.display()),
             Origin::Env(var) => write!(f, "env {var}"),
             Origin::Cli => f.write_str("-c"),
         }
@@ -88,13 +91,13 @@ pub(crate) fn load(opts: &LoadOptions) -> Result<Merged, ConfigError> {
     let mut files = Vec::new();
     let home_file = opts.home.join(crate::CONFIG_FILE);
     if let Some(layer) = file_layer(&home_file)? {
-        files.push(home_file.clone());
+        files.push(home_file);
         layers.push(layer);
     }
     if let Some(dir) = &opts.project_dir {
         let project_file = dir.join(crate::CONFIG_FILE);
-        if project_file != home_file
-            && let Some(layer) = file_layer(&project_file)?
+        if !same_dir(dir, &opts.home)
+            && let Some(layer) = crate::project::layer(&opts.home, &project_file)?
         {
             files.push(project_file);
             layers.push(layer);
@@ -194,6 +197,14 @@ fn file_layer(path: &Path) -> Result<Option<Layer>, ConfigError> {
     Ok(Some(Layer { origin, table }))
 }
 
+/// Whether two paths name the same directory (after resolving links, when they resolve).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
 fn cli_layer(overrides: &[String]) -> Result<Layer, ConfigError> {
     let mut table = toml::Table::new();
     for arg in overrides {
@@ -281,7 +292,7 @@ fn default_provider_name(
     (providers.is_empty() && env_defines).then(|| "main".to_owned())
 }
 
-fn validate(table: &toml::Table, origin: &Origin) -> Result<(), ConfigError> {
+pub(crate) fn validate(table: &toml::Table, origin: &Origin) -> Result<(), ConfigError> {
     raw::parse_table(table)
         .map(|_| ())
         .map_err(|(key, message)| ConfigError::Invalid {

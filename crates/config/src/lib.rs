@@ -3,16 +3,20 @@
 //! Precedence, lowest first: built-in defaults < `$REEF_HOME/reef.toml` < `./reef.toml` in the
 //! project directory < `REEF_*` environment variables < `-c key=value` on the command line.
 //! Every resolved value remembers its origin so `reef config show` can explain it.
+//! A project file may not set keys that widen what tools can do or where credentials go
+//! (`sandbox.*`, `providers.*`, …) unless the user trusted its exact bytes with `reef trust`.
 
 mod daemon;
 mod error;
 mod layers;
 mod memory;
+mod project;
 mod raw;
 mod resolve;
 mod sandbox;
 mod secret;
 mod secrets;
+mod trust;
 
 pub use daemon::{ApprovalsConfig, DaemonConfig};
 pub use error::ConfigError;
@@ -26,6 +30,7 @@ pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,
 };
 pub use secret::Secret;
+pub use trust::{TRUST_FILE, TrustStatus, Trusted, TrustedFile, trust, trusted_files, untrust};
 
 /// The file name looked up in the home and the project directory.
 pub const CONFIG_FILE: &str = "reef.toml";

@@ -84,6 +84,9 @@ pub struct ConfigEntry {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub home: PathBuf,
+    /// The user's home directory (`HOME` of the environment passed in), so credential paths
+    /// can be computed without reading the process environment.
+    pub user_home: Option<PathBuf>,
     /// The first provider of `model_chain`.
     pub default_provider: Option<String>,
     /// `[model] default`: one provider, or a failover chain tried in order.
@@ -227,6 +230,11 @@ impl Config {
 
         let mut config = Config {
             home: opts.home.clone(),
+            user_home: opts
+                .env
+                .get("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
             default_provider,
             model_chain,
             failover_cooldown_secs,

@@ -16,6 +16,7 @@ pub mod sandbox;
 mod serve;
 mod session;
 mod sessions;
+pub mod trust;
 
 use crate::args::{BenchCommand, Cli, Command, ConfigCommand, SandboxCommand};
 
@@ -48,6 +49,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Deny(args) => agents::deny(&cli.overrides, args).await,
         Command::Models { command } => models::models(&cli.overrides, command).await,
         Command::Memory { command } => memory::memory(&cli.overrides, command).await,
+        Command::Trust(args) => trust::trust(args),
         Command::Bench {
             command: BenchCommand::Model(args),
         } => bench_model(&cli.overrides, args).await,

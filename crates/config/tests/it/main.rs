@@ -4,6 +4,7 @@
 mod errors;
 mod layering;
 mod memory;
+mod project;
 mod sandbox;
 mod secrets;
 

@@ -92,7 +92,7 @@ open_files = 64
 fn overrides_win_and_are_reported() {
     let fx = Fixture::new();
     fx.write(
-        Path::new("project/reef.toml"),
+        Path::new("home/reef.toml"),
         "[sandbox]\nnetwork = \"full\"\nmemory = \"1G\"\n",
     );
     let config = fx
