@@ -15,6 +15,14 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The database file could not be created, or made private (mode 0600): check that the
+    /// user running reef owns it.
+    #[error("cannot make {} private (mode 0600): {source}", path.display())]
+    Permissions {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The database file could not be opened or configured (not a SQLite file, unreadable, …).
     #[error(
         "cannot open the store at {}: {source}; check that the path is a reef SQLite database you can write to, or move it aside",

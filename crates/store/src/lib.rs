@@ -16,6 +16,7 @@ mod memory;
 mod messages;
 mod migrations;
 mod pending;
+mod private;
 mod recall;
 mod records;
 mod rooms;

@@ -37,7 +37,8 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the database at `path`: creates the parent directory, turns on
+    /// Opens (creating if needed) the database at `path`: creates the parent directory, makes
+    /// the database and its journal files readable by the user alone (mode 0600), turns on
     /// WAL with `synchronous=NORMAL`, foreign keys and a 5 s busy timeout, and migrates the
     /// schema to the latest version. Errors name the path.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
@@ -46,6 +47,17 @@ impl Store {
                 path: parent.to_path_buf(),
                 source,
             })?;
+        }
+        let tightened =
+            crate::private::make_private(path).map_err(|source| StoreError::Permissions {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        for file in tightened {
+            tracing::warn!(
+                "made {} private (mode 0600): it was readable by other users of this machine",
+                file.display()
+            );
         }
         let open_err = |source| StoreError::Open {
             path: path.to_path_buf(),
