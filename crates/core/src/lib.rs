@@ -23,6 +23,6 @@ pub use model::{
     StopReason, StreamEvent, WireApi,
 };
 pub use protocol::{Event, EventMsg, Op, Submission, TurnOutcome};
-pub use secret::{SecretSource, SecretSpec};
+pub use secret::{SecretFingerprint, SecretSource, SecretSpec};
 pub use tool::{Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec};
 pub use usage::Usage;

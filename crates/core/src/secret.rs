@@ -20,3 +20,21 @@ pub struct SecretSpec {
     pub source: SecretSource,
     pub description: Option<String>,
 }
+
+/// What reef remembers of a secret value an agent's command was given, so that a later
+/// session of the same agent still redacts it: never the value, only its length, a salted
+/// SHA-256 of it and a 32-bit rolling hash that picks out candidate windows of an output
+/// before the SHA-256 is checked (see `reef_security::fingerprint`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretFingerprint {
+    /// The secret's name, shown in place of the value (`[secret NAME]`).
+    pub name: String,
+    /// Length of the value in bytes.
+    pub len: usize,
+    /// The value's rolling hash, truncated to 32 bits.
+    pub probe: u32,
+    /// Random bytes hashed before the value.
+    pub salt: Vec<u8>,
+    /// SHA-256 of `salt || value`.
+    pub hash: Vec<u8>,
+}

@@ -11,6 +11,7 @@ mod clock;
 mod codec;
 mod error;
 mod events;
+mod fingerprints;
 mod inbox;
 mod memory;
 mod messages;

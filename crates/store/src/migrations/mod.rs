@@ -10,6 +10,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0004_usage_cost.sql")),
     M::up(include_str!("0005_memory.sql")),
     M::up(include_str!("0006_vectors_sessions.sql")),
+    M::up(include_str!("0007_secret_fingerprints.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -22,6 +23,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 6);
+        assert_eq!(ALL.len(), 7);
     }
 }

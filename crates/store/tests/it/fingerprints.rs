@@ -1,0 +1,41 @@
+//! Secret fingerprints: kept per agent, survive a reopen, and a known one is not duplicated.
+
+use reef_core::SecretFingerprint;
+use reef_store::Store;
+
+fn fingerprint(name: &str, hash: u8) -> SecretFingerprint {
+    SecretFingerprint {
+        name: name.into(),
+        len: 20,
+        probe: 0xdead_beef,
+        salt: vec![1; 16],
+        hash: vec![hash; 32],
+    }
+}
+
+#[tokio::test]
+async fn fingerprints_are_kept_per_agent_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reef.db");
+    let store = Store::open(&path).unwrap();
+    let a = fingerprint("TOKEN", 7);
+    store
+        .add_secret_fingerprints("alice", &[a.clone()])
+        .await
+        .unwrap();
+    store
+        .add_secret_fingerprints("alice", &[a.clone(), fingerprint("OTHER", 8)])
+        .await
+        .unwrap();
+    store
+        .add_secret_fingerprints("bob", &[fingerprint("BOBS", 9)])
+        .await
+        .unwrap();
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    let alice = store.secret_fingerprints("alice").await.unwrap();
+    assert_eq!(alice, vec![a, fingerprint("OTHER", 8)]);
+    let bob = store.secret_fingerprints("bob").await.unwrap();
+    assert_eq!(bob, vec![fingerprint("BOBS", 9)]);
+    assert!(store.secret_fingerprints("carol").await.unwrap().is_empty());
+}
