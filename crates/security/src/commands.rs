@@ -1,9 +1,50 @@
-//! Command rules for approvals: which shell command lines must wait for the operator. A line
-//! is split into its simple commands (at `;`, `&&`, `||`, `|`, `&`, newlines, `(`, `)`,
-//! backticks and `$(`), wrappers such as `sudo` and `env X=1` are looked through, and each
-//! simple command is checked on its own, so `git status; rm -rf /` cannot hide behind an
-//! allow rule for `git *`. This is a prompt for a human, not the isolation boundary: the
-//! sandbox confines whatever runs.
+//! Command rules for approvals: which `shell` command lines of daemon agents wait for the
+//! operator. A line is lexed the way a POSIX shell reads it (quotes, escapes, comments,
+//! redirections, here-documents) into every simple command it runs, those inside `$(…)`,
+//! backticks, `<(…)` and subshells included. Assignments, reserved words and wrappers
+//! (`sudo`, `env`, `timeout 5`, `nice -n 5`, …) are looked through, and each simple command
+//! is judged on its own, so `git status; rm -rf /` cannot hide behind an allow rule for
+//! `git *`.
+//!
+//! A simple command needs approval when it matches a dangerous pattern (`rm -rf`, …) or when
+//! it is indirect: the program that really runs is not in the line as a program with its
+//! arguments. That is a substitution, glob or brace expansion as the program (`X=rm; $X -rf
+//! x`, `$(echo rm) -rf x`), a shell or interpreter given code in a string or on stdin
+//! (`sh -c`, `bash -ec`, `… | sh`, `sh < file`, `python3 -c`, `perl -e`, `node -e`), `eval`,
+//! `source`, `xargs`, `find -exec`/`-delete`, `parallel`, `watch`, `trap`, `su -c`, `awk`
+//! calling `system()`, `sed`'s `e` command, or git configuration that names a program
+//! (`git -c core.hooksPath=…`, `alias.*`, `GIT_SSH_COMMAND='…'`). The pattern reported then
+//! names the indirection (`indirect: sh -c`, `indirect: variable as command`). These checks
+//! are always on, whatever `approvals.dangerous` says. An allow rule covering the simple
+//! command clears them (`shell(python3 -c *)`); code reef can read inside it (`bash -c
+//! '…'`, `eval …`, `xargs rm`, `find -exec rm`) is then judged in turn.
+//!
+//! A script file is not indirection: `bash build.sh`, `python3 tool.py`, `./run.sh`, `make`
+//! and `npm test` all run files, like any program does. Gating `bash build.sh` while
+//! `./build.sh` runs would only teach agents to `chmod +x`. `source`/`.` is gated all the
+//! same, because it runs in the current shell and can redefine what the rest of the line
+//! means.
+//!
+//! This is a speed bump for an honest but careless agent, not a security boundary. A shell
+//! is too expressive to judge from its text, and any program the agent writes to a file and
+//! runs can still do anything the sandbox allows. The sandbox is the boundary: these rules
+//! only make the agent stop and ask before the obvious destructive or opaque commands. Not
+//! judged, among others: commands run elsewhere (`ssh host cmd`, `docker exec`), options
+//! from variables (`rm $FLAGS x`), state set up by an earlier tool call (`export`, files),
+//! and every program's private way of running another.
+
+mod git;
+mod indirect;
+mod interp;
+mod lex;
+mod prefix;
+mod tools;
+
+use indirect::Inner;
+use lex::Word;
+
+/// How deep code inside code (`bash -c "eval '…'"`) is followed before asking anyway.
+const MAX_DEPTH: usize = 8;
 
 /// Patterns that need approval unless an allow rule covers them.
 pub const DEFAULT_DANGEROUS: &[&str] = &[
@@ -84,35 +125,90 @@ impl CommandRules {
     }
 
     /// Decides for a whole command line: the first simple command that matches a dangerous
-    /// pattern and no allow rule needs approval.
+    /// pattern, or runs code reef cannot see, and no allow rule needs approval.
     pub fn decide(&self, line: &str) -> CommandDecision {
-        for words in simple_commands(line) {
-            let words = strip_wrappers(&words);
-            let Some(program) = words.first() else {
-                continue;
-            };
-            let program = program.rsplit('/').next().unwrap_or(program);
-            let text = std::iter::once(program)
-                .chain(words[1..].iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let Some(pattern) = self
-                .dangerous
-                .iter()
-                .find(|p| p.matches(program, &words[1..]))
-            else {
-                continue;
-            };
-            if self.allow.iter().any(|glob| glob_match(glob, &text)) {
-                continue;
-            }
+        self.decide_line(line, 0)
+    }
+
+    fn decide_line(&self, line: &str, depth: usize) -> CommandDecision {
+        let Some(commands) = lex::simple_commands(line) else {
             return CommandDecision::NeedsApproval {
-                pattern: pattern.text.clone(),
-                command: text,
+                pattern: "indirect: nested too deep".into(),
+                command: line.to_owned(),
             };
+        };
+        for words in commands {
+            let decision = self.decide_simple(&words, depth);
+            if decision != CommandDecision::Allow {
+                return decision;
+            }
         }
         CommandDecision::Allow
     }
+
+    fn decide_simple(&self, words: &[Word], depth: usize) -> CommandDecision {
+        let invocation = prefix::invocation(words);
+        let shown = if invocation.words.is_empty() {
+            words
+        } else {
+            invocation.words
+        };
+        let text = display(shown);
+        let finding = indirect::inspect(&invocation);
+        let pattern = invocation
+            .words
+            .split_first()
+            .filter(|(program, _)| program.hidden_program().is_none())
+            .and_then(|(program, args)| {
+                let program = basename(&program.text);
+                let args: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+                self.dangerous.iter().find(|p| p.matches(program, &args))
+            });
+        let allowed = || self.allow.iter().any(|glob| glob_match(glob, &text));
+        if let Some(pattern) = pattern.map(|p| p.text.clone()).or(finding.reason)
+            && !allowed()
+        {
+            return CommandDecision::NeedsApproval {
+                pattern,
+                command: text,
+            };
+        }
+        if !finding.inner.is_empty() && depth >= MAX_DEPTH {
+            return CommandDecision::NeedsApproval {
+                pattern: "indirect: nested too deep".into(),
+                command: text,
+            };
+        }
+        for inner in finding.inner {
+            let decision = match inner {
+                Inner::Line(line) => self.decide_line(&line, depth + 1),
+                Inner::Words(words) => self.decide_simple(&words, depth + 1),
+            };
+            if decision != CommandDecision::Allow {
+                return decision;
+            }
+        }
+        CommandDecision::Allow
+    }
+}
+
+/// The last path component: `/bin/rm` → `rm`.
+fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+/// A simple command as shown to the operator and matched by allow rules: the program's base
+/// name (when written out) and the arguments, quotes removed.
+fn display(words: &[Word]) -> String {
+    let mut parts = Vec::with_capacity(words.len());
+    for (i, word) in words.iter().enumerate() {
+        if i == 0 && word.hidden_program().is_none() {
+            parts.push(basename(&word.text));
+        } else {
+            parts.push(word.text.as_str());
+        }
+    }
+    parts.join(" ")
 }
 
 fn parse_pattern(text: &str) -> Result<Pattern, String> {
@@ -139,7 +235,7 @@ fn parse_pattern(text: &str) -> Result<Pattern, String> {
 }
 
 impl Pattern {
-    fn matches(&self, program: &str, args: &[String]) -> bool {
+    fn matches(&self, program: &str, args: &[&str]) -> bool {
         let program_ok =
             program == self.program || program.starts_with(&format!("{}.", self.program));
         if !program_ok {
@@ -164,98 +260,6 @@ impl Pattern {
                     a == w || (w.starts_with("--") && a.starts_with(&format!("{w}=")))
                 })
             })
-    }
-}
-
-/// Splits a line into simple commands of shell words (quotes and backslashes honoured).
-fn simple_commands(line: &str) -> Vec<Vec<String>> {
-    let mut commands = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars().peekable();
-    let end_word = |words: &mut Vec<String>, word: &mut String, in_word: &mut bool| {
-        if *in_word {
-            words.push(std::mem::take(word));
-            *in_word = false;
-        }
-    };
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for q in chars.by_ref() {
-                    if q == '\'' {
-                        break;
-                    }
-                    word.push(q);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(q) = chars.next() {
-                    match q {
-                        '"' => break,
-                        '\\' => word.extend(chars.next()),
-                        _ => word.push(q),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                word.extend(chars.next());
-            }
-            ';' | '&' | '|' | '\n' | '(' | ')' | '`' => {
-                end_word(&mut words, &mut word, &mut in_word);
-                if !words.is_empty() {
-                    commands.push(std::mem::take(&mut words));
-                }
-            }
-            '$' if chars.peek() == Some(&'(') => {
-                end_word(&mut words, &mut word, &mut in_word);
-                if !words.is_empty() {
-                    commands.push(std::mem::take(&mut words));
-                }
-            }
-            c if c.is_whitespace() => end_word(&mut words, &mut word, &mut in_word),
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    end_word(&mut words, &mut word, &mut in_word);
-    if !words.is_empty() {
-        commands.push(words);
-    }
-    commands
-}
-
-/// Drops leading `VAR=value` assignments and wrappers that run their arguments as a command.
-fn strip_wrappers(words: &[String]) -> Vec<String> {
-    const WRAPPERS: &[&str] = &[
-        "sudo", "doas", "env", "command", "exec", "nohup", "time", "nice", "ionice", "builtin",
-    ];
-    let mut rest = words;
-    loop {
-        match rest.first() {
-            Some(w) if w.contains('=') && !w.starts_with('-') && !w.starts_with('=') => {
-                rest = &rest[1..];
-            }
-            Some(w) if WRAPPERS.contains(&w.rsplit('/').next().unwrap_or(w)) => {
-                rest = &rest[1..];
-                // Options of the wrapper itself (`sudo -u x`, `nice -n 5`): skip flag words
-                // and, conservatively, one value after a flag that takes one.
-                while let Some(flag) = rest.first().filter(|f| f.starts_with('-')) {
-                    let takes_value = matches!(flag.as_str(), "-u" | "-g" | "-n" | "-c");
-                    rest = &rest[1..];
-                    if takes_value && !rest.is_empty() {
-                        rest = &rest[1..];
-                    }
-                }
-            }
-            _ => return rest.to_vec(),
-        }
     }
 }
 

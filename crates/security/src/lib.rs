@@ -1,13 +1,16 @@
-//! reef-security: pure security policy for reef (no I/O): SSRF rules for outbound requests
-//! and the command rules that decide which shell commands wait for the operator's approval.
+//! reef-security: pure security policy for reef (no I/O): SSRF rules for outbound requests,
+//! the command rules that decide which shell commands wait for the operator's approval, and
+//! secret fingerprints that recognise a secret's value without keeping it.
 //!
 //! Callers classify addresses with [`classify_ip`] and ask an [`SsrfPolicy`] whether a URL
 //! (before resolution) and its resolved addresses (before connecting) may be used.
 
 mod commands;
+mod fingerprint;
 mod ip;
 mod ssrf;
 
 pub use commands::{CommandDecision, CommandRules, DEFAULT_DANGEROUS};
+pub use fingerprint::{fingerprint, fingerprint_matches, redact_fingerprinted};
 pub use ip::{AddressClass, classify_ip};
 pub use ssrf::{SsrfError, SsrfPolicy};
