@@ -3,7 +3,8 @@
 use crate::session::{Emitter, Session};
 use futures::future::join_all;
 use reef_core::{EventMsg, Message, Tool, ToolCall, ToolContext, ToolOutput};
-use std::path::{Path, PathBuf};
+use reef_workspace::{Workspace, WorkspaceError};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Characters of a large output shown inline before the pointer to the saved file.
@@ -50,7 +51,14 @@ async fn run_one(session: &Session, call: ToolCall) -> (ToolOutput, Option<Strin
     if output.content.chars().count() <= limit {
         return (output, None);
     }
-    match save_large_output(&session.opts.workspace, session.id.as_str(), &call, &output).await {
+    let saved = save_large_output(
+        session.opts.workspace.clone(),
+        session.id.as_str(),
+        &call,
+        output.content.clone(),
+    )
+    .await;
+    match saved {
         Ok(rel) => {
             let preview = preview(&output.content, &rel);
             (
@@ -61,7 +69,8 @@ async fn run_one(session: &Session, call: ToolCall) -> (ToolOutput, Option<Strin
                 Some(rel),
             )
         }
-        // Saving failed: the model still gets a bounded output rather than nothing.
+        // Saving failed (the workspace is the agent's: a planted link or file refuses it): the
+        // model still gets a bounded output rather than nothing.
         Err(err) => {
             let head: String = output.content.chars().take(limit).collect();
             (
@@ -149,32 +158,35 @@ impl<T> std::future::Future for AbortOnDrop<T> {
     }
 }
 
-/// Saves a large output under `.reef/tool-outputs/<session>/` and returns its workspace-relative path.
+/// Saves a large output under `.reef/tool-outputs/<session>/` and returns its
+/// workspace-relative path. The directories are created beneath the workspace one name at a
+/// time without following a link, and the file only if nothing is there yet (`O_EXCL`), so
+/// nothing the agent planted can redirect the write.
 async fn save_large_output(
-    workspace: &Path,
+    workspace: PathBuf,
     session: &str,
     call: &ToolCall,
-    output: &ToolOutput,
-) -> std::io::Result<String> {
+    content: String,
+) -> Result<String, String> {
     // Every component comes from outside (the model names tools and ids): keep it a plain name.
-    let rel: PathBuf = [
-        ".reef".to_owned(),
-        "tool-outputs".to_owned(),
-        file_name_part(session),
-        format!(
-            "{}-{}.txt",
-            file_name_part(&call.name),
-            file_name_part(call.id.as_str())
-        ),
-    ]
-    .iter()
-    .collect();
-    let path = workspace.join(&rel);
-    if let Some(dir) = path.parent() {
-        tokio::fs::create_dir_all(dir).await?;
+    let dir = format!(".reef/tool-outputs/{}", file_name_part(session));
+    let name = format!(
+        "{}-{}.txt",
+        file_name_part(&call.name),
+        file_name_part(call.id.as_str())
+    );
+    let task = tokio::task::spawn_blocking(move || -> Result<String, WorkspaceError> {
+        let ws = Workspace::open(&workspace)?;
+        let dir = ws.resolve(&dir)?;
+        ws.create_dir_all(&dir)?;
+        let file = ws.resolve(&format!("{dir}/{name}"))?;
+        ws.create_new(&file, content.as_bytes())?;
+        Ok(file.display())
+    });
+    match task.await {
+        Ok(saved) => saved.map_err(|err| err.to_string()),
+        Err(join) => Err(format!("the save crashed: {join}")),
     }
-    tokio::fs::write(&path, output.content.as_bytes()).await?;
-    Ok(rel.display().to_string())
 }
 
 /// `text` reduced to `[A-Za-z0-9_-]`, at most 64 characters, never empty.

@@ -1,5 +1,6 @@
 //! The default system prompt: who the agent is, where it works and how to use tools.
 
+use reef_workspace::{Workspace, WorkspaceError};
 use std::path::Path;
 
 /// Builds the system prompt for a session in `workspace` (config may supply its own), with
@@ -37,21 +38,30 @@ fn base_prompt(custom: Option<&str>, workspace: &Path, tool_names: &[String]) ->
 /// The file in an agent's workspace that holds its notes.
 pub const NOTES_FILE: &str = "MEMORY.md";
 
+/// `MEMORY.md` larger than this is not read at all.
+const NOTES_MAX_BYTES: u64 = 1024 * 1024;
+
 /// The notes section of the system prompt: `MEMORY.md` from the workspace, at most `cap`
 /// characters of it, with a request to compact the file when it is longer. None when `cap`
-/// is 0.
+/// is 0. The file is the agent's to write, so it is read only as a regular file reached
+/// without a link (see [`read_notes`]).
 pub(crate) fn notes(workspace: &Path, cap: usize) -> Option<String> {
     if cap == 0 {
         return None;
     }
-    let text = match std::fs::read_to_string(workspace.join(NOTES_FILE)) {
+    let text = match read_notes(workspace, cap) {
         Ok(text) => text,
-        Err(_) => {
-            return Some(format!(
+        Err(why) => {
+            let mut section = format!(
                 "## Notes\nYou have no {NOTES_FILE} yet. Keep facts worth remembering across \
                  sessions in {NOTES_FILE} in your workspace (at most {cap} characters); it is \
                  shown here at the start of every session."
-            ));
+            );
+            if let Some(why) = why {
+                section.push('\n');
+                section.push_str(&why);
+            }
+            return Some(section);
         }
     };
     let total = text.chars().count();
@@ -70,6 +80,34 @@ pub(crate) fn notes(workspace: &Path, cap: usize) -> Option<String> {
          and dropping what no longer matters, before going on with the task.]"
     ));
     Some(section)
+}
+
+/// The text of `MEMORY.md`, opened beneath the workspace without following a link (a link
+/// could hand any host file to the model) and only if it is a regular file; otherwise why it
+/// is treated as absent (`None` when it simply does not exist).
+fn read_notes(workspace: &Path, cap: usize) -> Result<String, Option<String>> {
+    let read = || -> Result<Vec<u8>, WorkspaceError> {
+        let ws = Workspace::open(workspace)?;
+        let rel = ws.resolve(NOTES_FILE)?;
+        ws.read(&rel, NOTES_MAX_BYTES)
+    };
+    let not_read = |why: &str| Some(format!("Your {NOTES_FILE} was not read because {why}."));
+    match read() {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map_err(|_| not_read("it is not valid UTF-8 text; rewrite it as plain text")),
+        Err(WorkspaceError::NotFound { .. }) => Err(None),
+        Err(WorkspaceError::Symlink { .. }) => Err(not_read(
+            "it is a symbolic link; notes are read only from a regular file in your \
+             workspace, so replace the link with a regular file",
+        )),
+        Err(WorkspaceError::NotRegular { .. } | WorkspaceError::IsDirectory { .. }) => Err(
+            not_read("it is not a regular file; replace it with a regular file"),
+        ),
+        Err(WorkspaceError::TooLarge { size, .. }) => Err(not_read(&format!(
+            "it is {size} bytes, too large to read; rewrite it to under {cap} characters"
+        ))),
+        Err(other) => Err(not_read(&format!("it could not be read ({other})"))),
+    }
 }
 
 #[cfg(test)]
@@ -101,5 +139,29 @@ mod tests {
             "{capped}"
         );
         assert!(capped.contains("Compact it now"));
+    }
+
+    #[test]
+    fn a_linked_or_special_memory_md_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        std::fs::write(dir.path().join("api-token"), "sk-very-secret").unwrap();
+        std::os::unix::fs::symlink("../api-token", workspace.join(NOTES_FILE)).unwrap();
+        // Positive control: the link leads to the secret.
+        let through = std::fs::read_to_string(workspace.join(NOTES_FILE)).unwrap();
+        assert_eq!(through, "sk-very-secret");
+        let section = notes(&workspace, 100).unwrap();
+        assert!(!section.contains("sk-very-secret"), "{section}");
+        assert!(section.contains("no MEMORY.md yet"), "{section}");
+        assert!(
+            section.contains("was not read because it is a symbolic link"),
+            "{section}"
+        );
+
+        std::fs::remove_file(workspace.join(NOTES_FILE)).unwrap();
+        std::fs::create_dir(workspace.join(NOTES_FILE)).unwrap();
+        let section = notes(&workspace, 100).unwrap();
+        assert!(section.contains("it is not a regular file"), "{section}");
     }
 }

@@ -84,6 +84,7 @@ impl Session {
                 model: model.model().to_owned(),
             })
             .await?;
+        remember_secrets(&store, &tools, &opts).await?;
         Ok(Session {
             id,
             model,
@@ -114,6 +115,7 @@ impl Session {
             .map(|m| m.message)
             .filter(|m| !matches!(m, Message::System { .. }))
             .collect();
+        remember_secrets(&store, &tools, &opts).await?;
         Ok(Session {
             id,
             model,
@@ -247,4 +249,15 @@ fn check_workspace(opts: &SessionOptions) -> Result<(), AgentError> {
             message: "is not a directory".into(),
         })
     }
+}
+
+/// Gives the tools the fingerprints of secret values the agent's earlier sessions used, so
+/// their outputs are redacted even where this session never reads the secret.
+async fn remember_secrets(
+    store: &Store,
+    tools: &ToolRegistry,
+    opts: &SessionOptions,
+) -> Result<(), AgentError> {
+    tools.remember_secrets(store.secret_fingerprints(&opts.agent).await?);
+    Ok(())
 }

@@ -59,6 +59,7 @@ pub fn policy_from_config(config: &Config, helper: Option<HelperCommand>) -> San
         },
         allow_domains: s.allow_domains.clone(),
         writable: s.writable.clone(),
+        hidden: hidden_paths(config),
         limits: Limits {
             cpu_secs: Some(s.cpu_secs),
             memory_bytes: Some(s.memory_bytes),
@@ -69,6 +70,28 @@ pub fn policy_from_config(config: &Config, helper: Option<HelperCommand>) -> San
         helper,
         ..SandboxPolicy::default()
     }
+}
+
+/// What tools never see, besides the system secrets the sandbox always hides: the user's
+/// credential directories, reef's home (an agent's own workspace inside it stays visible),
+/// the store with its journal files wherever it lives, and every secret file.
+fn hidden_paths(config: &Config) -> Vec<PathBuf> {
+    let mut hidden = config
+        .user_home
+        .as_deref()
+        .map(reef_sandbox::home_secrets)
+        .unwrap_or_default();
+    hidden.push(config.home.clone());
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut path = config.store_path.clone().into_os_string();
+        path.push(suffix);
+        hidden.push(path.into());
+    }
+    hidden.extend(config.secrets.iter().filter_map(|s| match &s.source {
+        reef_core::SecretSource::File(path) => Some(path.clone()),
+        reef_core::SecretSource::Env(_) => None,
+    }));
+    hidden
 }
 
 /// The policy tools run under on this machine, and a warning to show on every turn when they

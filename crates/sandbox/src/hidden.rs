@@ -18,6 +18,10 @@ pub(crate) const SYSTEM_FILES: &[&str] = &[
 /// Directories under the visible system directories that hold host secrets.
 pub(crate) const SYSTEM_DIRS: &[&str] = &["/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private"];
 
+/// Workspace files the host acts on (loaded as reef's configuration, or run by `git`), relative
+/// to the workspace: read-only inside the sandbox, and for reef's own file tools.
+pub const READ_ONLY_IN_WORKSPACE: &[&str] = &["reef.toml", ".git/hooks", ".git/config"];
+
 /// Credential files and directories relative to a user's home.
 const IN_HOME: &[&str] = &[
     ".ssh",
@@ -58,15 +62,4 @@ pub(crate) fn resolve(extra: &[PathBuf]) -> Vec<PathBuf> {
         }
     }
     out
-}
-
-/// Whether `path` (absolute, free of links) is hidden by `hidden` for a workspace at `root`:
-/// it lies at or beneath a hidden path that itself lies strictly inside the workspace. A
-/// hidden path that contains the workspace (a daemon agent's workspace inside reef's home)
-/// does not hide the workspace itself, exactly as the sandbox mounts the workspace over the
-/// mask of its ancestor.
-pub fn is_hidden(hidden: &[PathBuf], root: &Path, path: &Path) -> bool {
-    hidden
-        .iter()
-        .any(|h| h != root && h.starts_with(root) && path.starts_with(h))
 }

@@ -16,7 +16,7 @@ mod runner;
 
 pub use descriptors::raise_open_files_limit;
 pub use error::SandboxError;
-pub use hidden::{home_secrets, is_hidden};
+pub use hidden::{READ_ONLY_IN_WORKSPACE, home_secrets};
 pub use linux::helper_main;
 pub use policy::{
     DEFAULT_ENV_ALLOW, HelperCommand, Limits, NetworkMode, SandboxBackend, SandboxPolicy,

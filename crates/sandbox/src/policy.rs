@@ -110,7 +110,7 @@ pub struct SandboxPolicy {
 impl SandboxPolicy {
     /// Every path this policy hides, system secrets included, each with the real path it leads
     /// to when it is a link. reef's own file tools refuse the same paths
-    /// (see [`crate::is_hidden`]).
+    /// (only those strictly inside a workspace count there, as in the sandbox).
     pub fn hidden_paths(&self) -> Vec<PathBuf> {
         crate::hidden::resolve(&self.hidden)
     }

@@ -1,5 +1,6 @@
 //! `TestHome`: a temporary home directory with a reef home and a workspace, removed on drop.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
@@ -19,8 +20,12 @@ impl TestHome {
             Ok(d) => d,
             Err(e) => panic!("TestHome: cannot create a temporary directory: {e}"),
         };
-        for sub in [".reef", "work"] {
-            if let Err(e) = std::fs::create_dir_all(dir.path().join(sub)) {
+        // The reef home is private, as reef itself creates it.
+        for (sub, mode) in [(".reef", 0o700), ("work", 0o755)] {
+            let created = std::fs::DirBuilder::new()
+                .mode(mode)
+                .create(dir.path().join(sub));
+            if let Err(e) = created {
                 panic!("TestHome: cannot create {sub}: {e}");
             }
         }

@@ -5,7 +5,7 @@
 
 mod args;
 mod builtin;
-mod paths;
+mod files;
 mod registry;
 mod secrets;
 mod text;

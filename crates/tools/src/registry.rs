@@ -36,6 +36,16 @@ impl ToolRegistry {
         self.secrets.redact(output)
     }
 
+    /// Redacts, from now on, the values behind fingerprints an earlier session remembered.
+    pub fn remember_secrets(&self, fingerprints: Vec<reef_core::SecretFingerprint>) {
+        self.secrets.remember(fingerprints);
+    }
+
+    /// Fingerprints of secret values first used since the last call, for the store to keep.
+    pub fn new_secret_fingerprints(&self) -> Vec<reef_core::SecretFingerprint> {
+        self.secrets.take_fresh()
+    }
+
     /// Keeps only the tools whose name `keep` accepts (an agent's capabilities).
     pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
         self.tools.retain(|name, _| keep(name));

@@ -1,19 +1,32 @@
 //! Secrets a tool call asks for by name: read when the call runs, injected into that one
 //! process's environment, and redacted from every tool output afterwards, so a value never
-//! reaches the model's context or the transcript.
+//! reaches the model's context or the transcript. Every value read is also fingerprinted (a
+//! salted hash, never the value), and the session keeps the agent's fingerprints in the
+//! store, so a later session redacts a value it never read itself.
 
-use reef_core::{SecretSource, SecretSpec, ToolError};
+use reef_core::{SecretFingerprint, SecretSource, SecretSpec, ToolError};
+use reef_security::{fingerprint, fingerprint_matches, redact_fingerprinted};
 use std::sync::{Mutex, PoisonError};
 
 /// Values shorter than this are not redacted (they would mangle ordinary output) and are
 /// refused instead.
 pub const MIN_SECRET_LEN: usize = 8;
 
-/// The configured secrets plus every value read so far (for redaction).
+/// The configured secrets, every value read so far, and the fingerprints of values read in
+/// this or earlier sessions (for redaction).
 #[derive(Debug, Default)]
 pub struct Secrets {
     specs: Vec<SecretSpec>,
     seen: Mutex<Vec<(String, String)>>,
+    fingerprints: Mutex<Fingerprints>,
+}
+
+#[derive(Debug, Default)]
+struct Fingerprints {
+    /// Every fingerprint known: remembered from the store and made here.
+    known: Vec<SecretFingerprint>,
+    /// Made here and not yet handed to the store.
+    fresh: Vec<SecretFingerprint>,
 }
 
 impl Secrets {
@@ -21,7 +34,46 @@ impl Secrets {
         Self {
             specs,
             seen: Mutex::default(),
+            fingerprints: Mutex::default(),
         }
+    }
+
+    /// Adds fingerprints remembered from earlier sessions: their values are redacted too.
+    pub fn remember(&self, fingerprints: Vec<SecretFingerprint>) {
+        let mut f = self
+            .fingerprints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for fp in fingerprints {
+            if !f.known.iter().any(|k| k.hash == fp.hash) {
+                f.known.push(fp);
+            }
+        }
+    }
+
+    /// The fingerprints of values first read since the last call, for the store.
+    pub fn take_fresh(&self) -> Vec<SecretFingerprint> {
+        let mut f = self
+            .fingerprints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        std::mem::take(&mut f.fresh)
+    }
+
+    /// Fingerprints `value` unless a known fingerprint already matches it.
+    fn fingerprint(&self, name: &str, value: &str) {
+        let mut f = self
+            .fingerprints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if f.known.iter().any(|k| fingerprint_matches(k, value)) {
+            return;
+        }
+        // A fresh salt per fingerprint: uuid v7 carries 74 random bits.
+        let salt = uuid::Uuid::now_v7().into_bytes();
+        let fp = fingerprint(name, value, &salt);
+        f.known.push(fp.clone());
+        f.fresh.push(fp);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -72,12 +124,24 @@ impl Secrets {
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         if !seen.iter().any(|(n, v)| n == name && *v == value) {
             seen.push((name.to_owned(), value.clone()));
+            self.fingerprint(name, &value);
         }
         Ok(value)
     }
 
-    /// `text` with every secret value read so far replaced by `[secret NAME]`.
+    /// `text` with every secret value read so far, or fingerprinted in an earlier session,
+    /// replaced by `[secret NAME]`.
     pub fn redact(&self, text: &str) -> String {
+        let seen = self.redact_seen(text);
+        let f = self
+            .fingerprints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        redact_fingerprinted(&seen, &f.known)
+    }
+
+    /// `text` with every value read in this session replaced.
+    fn redact_seen(&self, text: &str) -> String {
         let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         let mut out = text.to_owned();
         // Longest first, so a value containing another is replaced whole.

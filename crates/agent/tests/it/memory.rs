@@ -1,6 +1,7 @@
 //! Memory in a session: the model's memory_save / memory_search / session_search /
 //! memory_forget calls and what it is sent back, the refusal to write shared memory without
-//! the capability, and `MEMORY.md` in the system prompt (capped, with a request to compact).
+//! the capability, and `MEMORY.md` in the system prompt (capped, with a request to compact, and
+//! never read through a link).
 
 use crate::{options, until};
 use reef_agent::{Session, SessionOptions, ToolRegistry};
@@ -137,4 +138,31 @@ async fn memory_md_is_injected_capped_and_an_overlong_file_asks_for_compaction()
     let system = mock.requests()[1].system_text();
     assert!(system.contains("- deploys: Fridays"), "{system}");
     assert!(!system.contains("Compact"), "{system}");
+}
+
+#[tokio::test]
+async fn a_memory_md_linked_to_a_host_secret_is_not_sent_to_the_model() {
+    let mock = MockLlm::start(vec![MockReply::text("ok")]).await;
+    let root = tempfile::tempdir().unwrap();
+    let workspace = root.path().join("a/b/work");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(root.path().join("api-token"), "sk-host-secret-42").unwrap();
+    std::os::unix::fs::symlink("../../../api-token", workspace.join("MEMORY.md")).unwrap();
+    // Positive control: following the link does reach the secret.
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("MEMORY.md")).unwrap(),
+        "sk-host-secret-42"
+    );
+    let store = Store::open_in_memory().unwrap();
+    let mut opts = options(&workspace);
+    opts.notes_max_chars = 1000;
+    let mut handle = reef_agent::spawn(session_with_memory(&mock, &store, opts).await);
+    handle.submit(Op::UserInput { text: "hi".into() });
+    until(&mut handle, |m| matches!(m, EventMsg::TurnEnded { .. })).await;
+    let system = mock.requests()[0].system_text();
+    assert!(!system.contains("sk-host-secret-42"), "{system}");
+    assert!(
+        system.contains("Your MEMORY.md was not read because it is a symbolic link"),
+        "{system}"
+    );
 }

@@ -45,6 +45,75 @@ async fn a_hostile_tool_name_cannot_place_saved_output_outside_the_workspace() {
     assert!(stray.is_empty(), "files outside the workspace: {stray:?}");
 }
 
+/// Runs one `read_file` of a 3000-character file in `workspace` (over the 2000-character
+/// inline limit) and returns where the output was saved and what the model was sent back.
+async fn read_a_large_file(workspace: &std::path::Path) -> (Option<String>, String) {
+    std::fs::write(workspace.join("big.txt"), "0123456789".repeat(300)).unwrap();
+    let mock = MockLlm::start(vec![
+        MockReply::tool_call("read_file", json!({"path": "big.txt"})),
+        MockReply::text("ok"),
+    ])
+    .await;
+    let store = Store::open_in_memory().unwrap();
+    let mut handle = reef_agent::spawn(session(&mock, &store, options(workspace)).await);
+    handle.submit(Op::UserInput { text: "go".into() });
+    let events = until(&mut handle, |m| matches!(m, EventMsg::TurnEnded { .. })).await;
+    let saved = events.iter().find_map(|e| match &e.msg {
+        EventMsg::ToolCallEnd { saved_to, .. } => Some(saved_to.clone()),
+        _ => None,
+    });
+    let sent = mock.requests()[1].tool_results().last().cloned().unwrap();
+    (saved.expect("a tool call ended"), sent)
+}
+
+#[tokio::test]
+async fn a_large_output_is_saved_and_the_model_is_sent_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (saved, sent) = read_a_large_file(dir.path()).await;
+    let saved = saved.expect("the output was saved");
+    assert!(saved.starts_with(".reef/tool-outputs/"), "{saved}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(&saved)).unwrap(),
+        "0123456789".repeat(300)
+    );
+    assert!(
+        sent.contains(&format!(
+            "the full output was saved to {saved} in the workspace"
+        )),
+        "{sent}"
+    );
+    assert!(
+        sent.chars().count() < 2000,
+        "a preview, not the whole output"
+    );
+}
+
+#[tokio::test]
+async fn a_planted_reef_link_gets_the_truncated_output_inline_and_nothing_outside() {
+    let root = tempfile::tempdir().unwrap();
+    let workspace = root.path().join("work");
+    let outside = root.path().join("host-dir");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, workspace.join(".reef")).unwrap();
+    // Positive control: writing through the link would land outside.
+    assert!(workspace.join(".reef").canonicalize().unwrap() == outside.canonicalize().unwrap());
+
+    let (saved, sent) = read_a_large_file(&workspace).await;
+    assert_eq!(saved, None);
+    let entries: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
+    assert!(entries.is_empty(), "written outside: {entries:?}");
+    assert!(
+        sent.starts_with(&"0123456789".repeat(200)),
+        "the head of the output: {sent}"
+    );
+    assert!(
+        sent.contains("output truncated at 2000 characters; saving the full output failed"),
+        "{sent}"
+    );
+    assert!(sent.contains("symbolic link .reef"), "{sent}");
+}
+
 #[tokio::test]
 async fn a_stream_retried_mid_way_is_announced_and_its_text_is_not_doubled() {
     let mock = MockLlm::start(vec![

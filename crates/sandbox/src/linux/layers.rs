@@ -15,8 +15,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-/// Workspace files that the host acts on: loaded as configuration, or run by `git`.
-const READ_ONLY: &[&str] = &["reef.toml", ".git/hooks", ".git/config"];
+use crate::hidden::READ_ONLY_IN_WORKSPACE as READ_ONLY;
 /// Pinned in place (bound onto itself) so that it cannot be renamed away and replaced while
 /// its read-only parts are mounted.
 const PINNED: &str = ".git";

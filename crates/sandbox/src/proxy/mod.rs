@@ -126,11 +126,17 @@ fn private_dir() -> std::io::Result<PathBuf> {
 
 async fn accept_loop(listener: UnixListener, allow: Arc<DomainAllowList>, log: NetLog) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut refused: u64 = 0;
     loop {
         match listener.accept().await {
             Ok((mut client, _)) => {
                 let Ok(slot) = slots.clone().try_acquire_owned() else {
-                    tracing::warn!("sandbox proxy: connection limit reached, refusing one");
+                    refused += 1;
+                    if refused == 1 {
+                        tracing::warn!(
+                            "sandbox proxy: {MAX_CONNECTIONS} connections are open; refusing more"
+                        );
+                    }
                     let reason = format!(
                         "more than {MAX_CONNECTIONS} connections open at once; close some first"
                     );

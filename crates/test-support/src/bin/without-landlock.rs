@@ -33,7 +33,7 @@ fn main() {
         SeccompAction::Errno(libc::ENOSYS as u32),
         ARCH,
     )
-    .and_then(|f| BpfProgram::try_from(f).map_err(|e| seccompiler::BackendError::from(e)));
+    .and_then(BpfProgram::try_from);
     let installed = filter
         .map_err(|e| e.to_string())
         .and_then(|program| seccompiler::apply_filter(&program).map_err(|e| e.to_string()));

@@ -22,9 +22,18 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
         ("reef-sandbox", Some(&["reef-core", "reef-security"][..])),
         ("reef-security", Some(&["reef-core"][..])),
         ("reef-store", Some(&["reef-core"][..])),
+        ("reef-workspace", Some(&[][..])),
         (
             "reef-tools",
-            Some(&["reef-core", "reef-sandbox", "reef-security", "reef-store"][..]),
+            Some(
+                &[
+                    "reef-core",
+                    "reef-sandbox",
+                    "reef-security",
+                    "reef-store",
+                    "reef-workspace",
+                ][..],
+            ),
         ),
         (
             "reef-agent",
@@ -37,6 +46,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                     "reef-sandbox",
                     "reef-security",
                     "reef-store",
+                    "reef-workspace",
                 ][..],
             ),
         ),

@@ -2,7 +2,7 @@
 
 use crate::args::parse_args;
 use crate::builtin::BuiltinConfig;
-use crate::paths::{read_regular, resolve};
+use crate::files::{Files, blocking, read_error, tool_error};
 use async_trait::async_trait;
 use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
 use serde::Deserialize;
@@ -20,12 +20,14 @@ struct Args {
 
 pub(crate) struct EditFileTool {
     max_bytes: usize,
+    files: Files,
 }
 
 impl EditFileTool {
-    pub(crate) fn new(config: &BuiltinConfig) -> Self {
+    pub(crate) fn new(config: &BuiltinConfig, files: Files) -> Self {
         Self {
             max_bytes: config.max_read_bytes,
+            files,
         }
     }
 }
@@ -65,39 +67,47 @@ impl Tool for EditFileTool {
                 "old_string and new_string are identical; nothing to change".into(),
             ));
         }
-        let path = resolve(ctx, &args.path)?;
-        let shown = &path.display;
-        let bytes = read_regular(&path, self.max_bytes).await?;
-        let text = String::from_utf8(bytes).map_err(|_| {
-            ToolError::Failed(format!(
-                "{shown} is not valid UTF-8 text; it cannot be edited"
-            ))
-        })?;
-        let count = text.matches(args.old_string.as_str()).count();
-        if count == 0 {
-            return Err(ToolError::Failed(format!(
-                "old_string not found in {shown}"
-            )));
-        }
-        if count > 1 && !args.replace_all {
-            return Err(ToolError::Failed(format!(
-                "old_string occurs {count} times in {shown}; add surrounding context to make it \
-                 unique, or set replace_all to true to replace every occurrence"
-            )));
-        }
-        let updated = if args.replace_all {
-            text.replace(&args.old_string, &args.new_string)
-        } else {
-            text.replacen(&args.old_string, &args.new_string, 1)
-        };
-        tokio::fs::write(&path.abs, updated.as_bytes())
-            .await
-            .map_err(|err| ToolError::Failed(format!("cannot write {shown}: {err}")))?;
-        let noun = if count == 1 {
-            "occurrence"
-        } else {
-            "occurrences"
-        };
-        Ok(format!("replaced {count} {noun} in {shown}"))
+        let (files, root, cap) = (self.files.clone(), ctx.workspace.clone(), self.max_bytes);
+        blocking(move || {
+            let ws = files.open(&root)?;
+            let path = ws.resolve(&args.path).map_err(tool_error)?;
+            let file = ws.open_for_edit(&path, cap as u64).map_err(read_error)?;
+            let (count, text) = edit(&path.display(), file.contents(), &args)?;
+            file.replace(text.as_bytes()).map_err(tool_error)?;
+            let noun = if count == 1 {
+                "occurrence"
+            } else {
+                "occurrences"
+            };
+            Ok(format!("replaced {count} {noun} in {}", path.display()))
+        })
+        .await
     }
+}
+
+/// The new text and how many occurrences were replaced.
+fn edit(shown: &str, bytes: &[u8], args: &Args) -> Result<(usize, String), ToolError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| {
+        ToolError::Failed(format!(
+            "{shown} is not valid UTF-8 text; it cannot be edited"
+        ))
+    })?;
+    let count = text.matches(args.old_string.as_str()).count();
+    if count == 0 {
+        return Err(ToolError::Failed(format!(
+            "old_string not found in {shown}"
+        )));
+    }
+    if count > 1 && !args.replace_all {
+        return Err(ToolError::Failed(format!(
+            "old_string occurs {count} times in {shown}; add surrounding context to make it \
+             unique, or set replace_all to true to replace every occurrence"
+        )));
+    }
+    let updated = if args.replace_all {
+        text.replace(&args.old_string, &args.new_string)
+    } else {
+        text.replacen(&args.old_string, &args.new_string, 1)
+    };
+    Ok((count, updated))
 }

@@ -1,13 +1,13 @@
 //! `list_dir`: lists a workspace directory, optionally recursively (respecting .gitignore).
 
 use crate::args::parse_args;
-use crate::paths::resolve;
+use crate::files::{Files, blocking, tool_error};
 use async_trait::async_trait;
-use ignore::WalkBuilder;
 use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_workspace::{Entry, Kind, RelPath, WalkEnd, WalkOptions, Workspace, WorkspaceError};
 use serde::Deserialize;
 use serde_json::json;
-use std::path::Path;
+use std::ops::ControlFlow;
 
 const DEFAULT_MAX_ENTRIES: usize = 500;
 
@@ -22,7 +22,15 @@ struct Args {
     max_entries: Option<usize>,
 }
 
-pub(crate) struct ListDirTool;
+pub(crate) struct ListDirTool {
+    files: Files,
+}
+
+impl ListDirTool {
+    pub(crate) fn new(files: Files) -> Self {
+        Self { files }
+    }
+}
 
 #[async_trait]
 impl Tool for ListDirTool {
@@ -30,7 +38,8 @@ impl Tool for ListDirTool {
         ToolSpec {
             name: "list_dir".into(),
             description: "List a directory in the workspace, sorted by name: directories end \
-                          with `/`, files show their size. With recursive=true, lists the whole \
+                          with `/`, files show their size, symbolic links are shown (not \
+                          followed) as `name -> (symbolic link)`. With recursive=true, lists the whole \
                           tree, skipping files ignored by .gitignore/.ignore and the .git \
                           directory."
                 .into(),
@@ -55,24 +64,19 @@ impl Tool for ListDirTool {
                 "max_entries must be at least 1".into(),
             ));
         }
-        let dir = resolve(ctx, args.path.as_deref().unwrap_or("."))?;
-        if !dir.abs.is_dir() {
-            return Err(ToolError::Failed(format!(
-                "{} is not a directory in the workspace",
-                dir.display
-            )));
-        }
-        let recursive = args.recursive;
-        let shown = dir.display.clone();
-        let lines = tokio::task::spawn_blocking(move || {
-            if recursive {
-                list_recursive(&dir.abs, max)
+        let (files, root, recursive) = (self.files.clone(), ctx.workspace.clone(), args.recursive);
+        let given = args.path.unwrap_or_else(|| ".".to_owned());
+        let (shown, lines) = blocking(move || {
+            let ws = files.open(&root)?;
+            let dir = ws.resolve(&given).map_err(tool_error)?;
+            let lines = if recursive {
+                list_recursive(&ws, &dir, max)?
             } else {
-                list_flat(&dir.abs, max)
-            }
+                list_flat(&ws, &dir, max)?
+            };
+            Ok((dir.display(), lines))
         })
-        .await
-        .map_err(|err| ToolError::Failed(format!("listing {shown} failed: {err}")))??;
+        .await?;
         if lines.is_empty() {
             return Ok(format!("{shown} is empty"));
         }
@@ -80,27 +84,23 @@ impl Tool for ListDirTool {
     }
 }
 
-fn entry_line(name: &str, path: &Path) -> String {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => format!("{name}/"),
-        Ok(meta) => format!("{name} ({} bytes)", meta.len()),
-        Err(_) => format!("{name} (unreadable or broken link)"),
+/// One listing line: `name/`, `name (N bytes)`, `name -> (symbolic link)`.
+fn entry_line(name: &str, entry: &Entry) -> String {
+    match entry.kind {
+        Kind::Dir => format!("{name}/"),
+        Kind::File => format!("{name} ({} bytes)", entry.len),
+        Kind::Symlink => format!("{name} -> (symbolic link, not followed)"),
+        Kind::Other => format!("{name} (FIFO, socket or device)"),
     }
 }
 
-fn list_flat(dir: &Path, max: usize) -> Result<Vec<String>, ToolError> {
-    let read = std::fs::read_dir(dir)
-        .map_err(|err| ToolError::Failed(format!("cannot list {}: {err}", dir.display())))?;
-    let mut entries: Vec<(String, std::path::PathBuf)> = read
-        .filter_map(Result::ok)
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-        .collect();
-    entries.sort();
+fn list_flat(ws: &Workspace, dir: &RelPath, max: usize) -> Result<Vec<String>, ToolError> {
+    let entries = ws.list(dir).map_err(tool_error)?;
     let total = entries.len();
     let mut lines: Vec<String> = entries
         .iter()
         .take(max)
-        .map(|(name, path)| entry_line(name, path))
+        .map(|e| entry_line(&e.name().to_string_lossy(), e))
         .collect();
     if total > max {
         lines.push(format!(
@@ -111,32 +111,43 @@ fn list_flat(dir: &Path, max: usize) -> Result<Vec<String>, ToolError> {
     Ok(lines)
 }
 
-fn list_recursive(dir: &Path, max: usize) -> Result<Vec<String>, ToolError> {
-    let walker = WalkBuilder::new(dir)
-        .hidden(false)
-        .require_git(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| e.file_name() != ".git")
-        .build();
+/// The tree under `dir`, paths relative to it; `.gitignore`/`.ignore` honoured, `.git` left out.
+fn list_recursive(ws: &Workspace, dir: &RelPath, max: usize) -> Result<Vec<String>, ToolError> {
+    match ws.metadata(dir).map_err(tool_error)?.kind {
+        Kind::Dir => {}
+        Kind::Symlink => {
+            return Err(tool_error(WorkspaceError::Symlink {
+                path: dir.display(),
+                link: dir.display(),
+            }));
+        }
+        Kind::File | Kind::Other => {
+            return Err(tool_error(WorkspaceError::NotDirectory {
+                path: dir.display(),
+            }));
+        }
+    }
+    let options = WalkOptions {
+        skip_git: true,
+        limit: Some(max),
+        ..WalkOptions::default()
+    };
     let mut lines = Vec::new();
-    for entry in walker {
-        let Ok(entry) = entry else { continue };
-        if entry.depth() == 0 {
-            continue;
-        }
-        if lines.len() == max {
-            lines.push(format!(
-                "[listing stopped after {max} entries; narrow path or raise max_entries]"
-            ));
-            break;
-        }
-        let rel = entry
-            .path()
-            .strip_prefix(dir)
-            .unwrap_or(entry.path())
-            .to_string_lossy()
-            .into_owned();
-        lines.push(entry_line(&rel, entry.path()));
+    let end = ws
+        .walk(dir, &options, |entry| {
+            let rel = entry
+                .path
+                .as_path()
+                .strip_prefix(dir.as_path())
+                .unwrap_or(entry.path.as_path());
+            lines.push(entry_line(&rel.to_string_lossy(), entry));
+            ControlFlow::Continue(())
+        })
+        .map_err(tool_error)?;
+    if end == WalkEnd::Limited {
+        lines.push(format!(
+            "[listing stopped after {max} entries; narrow path or raise max_entries]"
+        ));
     }
     Ok(lines)
 }

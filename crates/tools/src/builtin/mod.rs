@@ -12,6 +12,7 @@ mod write_file;
 
 pub use memory::{MemoryScope, memory_tools};
 
+use crate::files::Files;
 use crate::registry::ToolRegistry;
 use crate::secrets::Secrets;
 use reef_core::SecretSpec;
@@ -52,17 +53,31 @@ impl Default for BuiltinConfig {
 }
 
 /// A registry holding every built-in tool: `shell`, `read_file`, `write_file`, `edit_file`,
-/// `list_dir`, `search_files` and `http_fetch`.
+/// `list_dir`, `search_files` and `http_fetch`. The file tools open paths through
+/// reef-workspace and refuse the paths `sandbox`'s policy hides.
 pub fn builtin_registry(sandbox: Arc<Sandbox>, config: BuiltinConfig) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     let secrets = Arc::new(Secrets::new(config.secrets.clone()));
     registry.set_secrets(secrets.clone());
-    registry.register(Arc::new(shell::ShellTool::new(sandbox, &config, secrets)));
-    registry.register(Arc::new(read_file::ReadFileTool::new(&config)));
-    registry.register(Arc::new(write_file::WriteFileTool));
-    registry.register(Arc::new(edit_file::EditFileTool::new(&config)));
-    registry.register(Arc::new(list_dir::ListDirTool));
-    registry.register(Arc::new(search_files::SearchFilesTool));
+    // The file tools refuse what the sandbox hides from commands.
+    let files = Files::new(sandbox.policy().hidden_paths());
+    registry.register(Arc::new(shell::ShellTool::new(
+        sandbox,
+        &config,
+        secrets,
+        files.clone(),
+    )));
+    registry.register(Arc::new(read_file::ReadFileTool::new(
+        &config,
+        files.clone(),
+    )));
+    registry.register(Arc::new(write_file::WriteFileTool::new(files.clone())));
+    registry.register(Arc::new(edit_file::EditFileTool::new(
+        &config,
+        files.clone(),
+    )));
+    registry.register(Arc::new(list_dir::ListDirTool::new(files.clone())));
+    registry.register(Arc::new(search_files::SearchFilesTool::new(files)));
     registry.register(Arc::new(http_fetch::HttpFetchTool::new(&config)));
     registry
 }

@@ -2,7 +2,7 @@
 
 use crate::args::parse_args;
 use crate::builtin::BuiltinConfig;
-use crate::paths::{read_regular, resolve};
+use crate::files::{Files, blocking, read_error, tool_error};
 use crate::text::looks_binary;
 use async_trait::async_trait;
 use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
@@ -21,12 +21,14 @@ struct Args {
 
 pub(crate) struct ReadFileTool {
     max_bytes: usize,
+    files: Files,
 }
 
 impl ReadFileTool {
-    pub(crate) fn new(config: &BuiltinConfig) -> Self {
+    pub(crate) fn new(config: &BuiltinConfig, files: Files) -> Self {
         Self {
             max_bytes: config.max_read_bytes,
+            files,
         }
     }
 }
@@ -57,9 +59,15 @@ impl Tool for ReadFileTool {
 
     async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {
         let args: Args = parse_args(args)?;
-        let path = resolve(ctx, &args.path)?;
-        let shown = &path.display;
-        let bytes = read_regular(&path, self.max_bytes).await?;
+        let (files, root, cap) = (self.files.clone(), ctx.workspace.clone(), self.max_bytes);
+        let (shown, bytes) = blocking(move || {
+            let ws = files.open(&root)?;
+            let path = ws.resolve(&args.path).map_err(tool_error)?;
+            let bytes = ws.read(&path, cap as u64).map_err(read_error)?;
+            Ok((path.display(), bytes))
+        })
+        .await?;
+        let shown = &shown;
         if looks_binary(&bytes) {
             return Err(ToolError::Failed(format!(
                 "{shown} looks like a binary file (it contains NUL bytes); it is not shown"

@@ -1,16 +1,16 @@
 //! `search_files`: regex search over workspace files, honouring .gitignore and .ignore.
 
 use crate::args::parse_args;
-use crate::paths::{resolve, workspace_root};
+use crate::files::{Files, blocking, tool_error};
 use crate::text::{clip_line, looks_binary};
 use async_trait::async_trait;
-use ignore::WalkBuilder;
-use ignore::overrides::OverrideBuilder;
+use ignore::overrides::{Override, OverrideBuilder};
 use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_workspace::{Entry, Kind, RelPath, WalkOptions, Workspace};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::ops::ControlFlow;
 
 const DEFAULT_MAX_RESULTS: usize = 200;
 /// Files larger than this are skipped.
@@ -32,7 +32,15 @@ struct Args {
     case_insensitive: bool,
 }
 
-pub(crate) struct SearchFilesTool;
+pub(crate) struct SearchFilesTool {
+    files: Files,
+}
+
+impl SearchFilesTool {
+    pub(crate) fn new(files: Files) -> Self {
+        Self { files }
+    }
+}
 
 #[async_trait]
 impl Tool for SearchFilesTool {
@@ -75,29 +83,31 @@ impl Tool for SearchFilesTool {
                 "max_results must be at least 1".into(),
             ));
         }
-        let root = workspace_root(ctx)?;
-        let target = resolve(ctx, args.path.as_deref().unwrap_or("."))?;
-        if !target.abs.exists() {
-            return Err(ToolError::Failed(format!(
-                "{} does not exist in the workspace",
-                target.display
-            )));
-        }
-        let search = Search {
-            regex,
-            root,
-            target: target.abs,
-            glob: args.glob,
-            max,
-        };
-        let lines = tokio::task::spawn_blocking(move || search.run())
-            .await
-            .map_err(|err| ToolError::Failed(format!("search failed: {err}")))??;
+        let (files, root) = (self.files.clone(), ctx.workspace.clone());
+        let given = args.path.unwrap_or_else(|| ".".to_owned());
+        let glob = args.glob;
+        let (shown, lines) = blocking(move || {
+            let ws = files.open(&root)?;
+            let target = ws.resolve(&given).map_err(tool_error)?;
+            let glob = glob
+                .map(|glob| {
+                    OverrideBuilder::new(ws.root().join(target.as_path()))
+                        .add(&glob)
+                        .and_then(|b| b.build())
+                        .map_err(|err| {
+                            ToolError::InvalidArguments(format!(
+                                "glob {glob:?} is not valid: {err}"
+                            ))
+                        })
+                })
+                .transpose()?;
+            let search = Search { regex, glob, max };
+            let lines = search.run(&ws, &target)?;
+            Ok((target.display(), lines))
+        })
+        .await?;
         if lines.is_empty() {
-            return Ok(format!(
-                "no matches for /{}/ in {}",
-                args.pattern, target.display
-            ));
+            return Ok(format!("no matches for /{}/ in {shown}", args.pattern));
         }
         Ok(lines.join("\n") + "\n")
     }
@@ -105,60 +115,58 @@ impl Tool for SearchFilesTool {
 
 struct Search {
     regex: Regex,
-    root: PathBuf,
-    target: PathBuf,
-    glob: Option<String>,
+    /// Only files this accepts are searched (`glob`, relative to the target).
+    glob: Option<Override>,
     max: usize,
 }
 
 impl Search {
-    fn run(&self) -> Result<Vec<String>, ToolError> {
-        let mut builder = WalkBuilder::new(&self.target);
-        builder
-            .require_git(false)
-            .max_filesize(Some(MAX_FILE_BYTES))
-            .sort_by_file_name(|a, b| a.cmp(b))
-            .filter_entry(|e| e.file_name() != ".git");
-        if let Some(glob) = &self.glob {
-            let overrides = OverrideBuilder::new(&self.target)
-                .add(glob)
-                .and_then(|b| b.build())
-                .map_err(|err| {
-                    ToolError::InvalidArguments(format!("glob {glob:?} is not valid: {err}"))
-                })?;
-            builder.overrides(overrides);
-        }
-
+    /// Matching lines of every searchable file under `target`: ignore files honoured, hidden
+    /// names, `.git`, links, big and binary files skipped.
+    fn run(&self, ws: &Workspace, target: &RelPath) -> Result<Vec<String>, ToolError> {
+        let options = WalkOptions {
+            skip_hidden: true,
+            skip_git: true,
+            max_file_size: Some(MAX_FILE_BYTES),
+            limit: None,
+        };
         let mut lines = Vec::new();
-        for entry in builder.build() {
-            let Ok(entry) = entry else { continue };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
+        ws.walk(target, &options, |entry| {
+            if entry.kind != Kind::File || !self.globbed(ws, entry) {
+                return ControlFlow::Continue(());
             }
-            if self.search_file(entry.path(), &mut lines) {
+            if self.search_file(ws, entry, &mut lines) {
                 lines.push(format!(
                     "[stopped after {} results; narrow the pattern, path or glob, or raise max_results]",
                     self.max
                 ));
-                break;
+                return ControlFlow::Break(());
             }
-        }
+            ControlFlow::Continue(())
+        })
+        .map_err(tool_error)?;
         Ok(lines)
     }
 
+    fn globbed(&self, ws: &Workspace, entry: &Entry) -> bool {
+        self.glob.as_ref().is_none_or(|glob| {
+            !glob
+                .matched(ws.root().join(entry.path.as_path()), false)
+                .is_ignore()
+        })
+    }
+
     /// Appends matches from one file; returns true once `max` results are exceeded.
-    fn search_file(&self, path: &Path, lines: &mut Vec<String>) -> bool {
-        let Ok(bytes) = std::fs::read(path) else {
+    fn search_file(&self, ws: &Workspace, entry: &Entry, lines: &mut Vec<String>) -> bool {
+        // The file may have changed since the walk saw it: it is opened the same safe way.
+        let Ok(bytes) = ws.read(&entry.path, MAX_FILE_BYTES) else {
             return false;
         };
         if looks_binary(&bytes) {
             return false;
         }
         let text = String::from_utf8_lossy(&bytes);
-        let rel = path
-            .strip_prefix(&self.root)
-            .unwrap_or(path)
-            .to_string_lossy();
+        let rel = entry.path.display();
         for (index, line) in text.lines().enumerate() {
             if self.regex.is_match(line) {
                 if lines.len() == self.max {

@@ -2,14 +2,16 @@
 
 use crate::args::parse_args;
 use crate::builtin::BuiltinConfig;
-use crate::paths::{resolve, workspace_root};
+use crate::files::{Files, blocking, tool_error};
 use crate::secrets::Secrets;
 use crate::text::truncate_middle;
 use async_trait::async_trait;
 use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
 use reef_sandbox::{ExecOutput, ExecRequest, Sandbox};
+use reef_workspace::{Kind, WorkspaceError};
 use serde::Deserialize;
 use serde_json::json;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +35,7 @@ pub(crate) struct ShellTool {
     default_timeout_secs: u64,
     max_output_chars: usize,
     secrets: Arc<Secrets>,
+    files: Files,
 }
 
 impl ShellTool {
@@ -40,12 +43,14 @@ impl ShellTool {
         sandbox: Arc<Sandbox>,
         config: &BuiltinConfig,
         secrets: Arc<Secrets>,
+        files: Files,
     ) -> Self {
         Self {
             sandbox,
             default_timeout_secs: config.shell_timeout_secs,
             max_output_chars: config.max_shell_output_chars,
             secrets,
+            files,
         }
     }
 
@@ -115,21 +120,9 @@ impl Tool for ShellTool {
                 "timeout_secs must be between 1 and {MAX_TIMEOUT_SECS}, got {timeout}"
             )));
         }
-        let cwd = match &args.cwd {
-            Some(cwd) => {
-                let dir = resolve(ctx, cwd)?;
-                if !dir.abs.is_dir() {
-                    return Err(ToolError::InvalidArguments(format!(
-                        "cwd {} is not a directory in the workspace",
-                        dir.display
-                    )));
-                }
-                dir.abs
-            }
-            None => workspace_root(ctx)?,
-        };
-
-        let mut req = ExecRequest::shell(&args.command, cwd, Duration::from_secs(timeout));
+        let (root, cwd) = self.start_dir(ctx, args.cwd.clone()).await?;
+        let mut req =
+            ExecRequest::shell(&args.command, root, Duration::from_secs(timeout)).in_dir(cwd);
         for name in &args.secrets {
             let value = self.secrets.read(name)?;
             req.env.push((name.clone(), value));
@@ -151,6 +144,39 @@ impl Tool for ShellTool {
             (None, None) => "exit status unknown".to_owned(),
         };
         Ok(format!("{status}\n{body}"))
+    }
+}
+
+impl ShellTool {
+    /// The workspace root and, relative to it, the directory the command starts in: `cwd`
+    /// resolved like a file tool's path and checked to be a directory reached without a link.
+    /// The sandbox mounts the root and changes into the directory inside, where links lead only
+    /// to what the sandbox shows.
+    async fn start_dir(
+        &self,
+        ctx: &ToolContext,
+        cwd: Option<String>,
+    ) -> Result<(PathBuf, PathBuf), ToolError> {
+        let (files, root) = (self.files.clone(), ctx.workspace.clone());
+        blocking(move || {
+            let ws = files.open(&root)?;
+            let Some(cwd) = cwd else {
+                return Ok((ws.root().to_path_buf(), PathBuf::new()));
+            };
+            let dir = ws.resolve(&cwd).map_err(tool_error)?;
+            let shown = dir.display();
+            match ws.metadata(&dir).map_err(tool_error)?.kind {
+                Kind::Dir => Ok((ws.root().to_path_buf(), dir.as_path().to_path_buf())),
+                Kind::Symlink => Err(tool_error(WorkspaceError::Symlink {
+                    link: shown.clone(),
+                    path: shown,
+                })),
+                Kind::File | Kind::Other => Err(ToolError::InvalidArguments(format!(
+                    "cwd {shown} is not a directory in the workspace"
+                ))),
+            }
+        })
+        .await
     }
 }
 

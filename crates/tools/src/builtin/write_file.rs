@@ -1,9 +1,10 @@
 //! `write_file`: creates or overwrites a file in the workspace, creating parent directories.
 
 use crate::args::parse_args;
-use crate::paths::{ensure_not_special, resolve};
+use crate::files::{Files, blocking, tool_error};
 use async_trait::async_trait;
 use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_workspace::WorkspaceError;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -14,7 +15,15 @@ struct Args {
     content: String,
 }
 
-pub(crate) struct WriteFileTool;
+pub(crate) struct WriteFileTool {
+    files: Files,
+}
+
+impl WriteFileTool {
+    pub(crate) fn new(files: Files) -> Self {
+        Self { files }
+    }
+}
 
 #[async_trait]
 impl Tool for WriteFileTool {
@@ -39,22 +48,24 @@ impl Tool for WriteFileTool {
 
     async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {
         let args: Args = parse_args(args)?;
-        let path = resolve(ctx, &args.path)?;
-        let shown = &path.display;
-        if path.abs.is_dir() {
-            return Err(ToolError::Failed(format!(
-                "{shown} is a directory; give a file path"
-            )));
-        }
-        ensure_not_special(&path)?;
-        if let Some(parent) = path.abs.parent() {
-            tokio::fs::create_dir_all(parent).await.map_err(|err| {
-                ToolError::Failed(format!("cannot create the directory for {shown}: {err}"))
-            })?;
-        }
-        tokio::fs::write(&path.abs, args.content.as_bytes())
-            .await
-            .map_err(|err| ToolError::Failed(format!("cannot write {shown}: {err}")))?;
-        Ok(format!("wrote {} bytes to {shown}", args.content.len()))
+        let len = args.content.len();
+        let (files, root) = (self.files.clone(), ctx.workspace.clone());
+        let shown = blocking(move || {
+            let ws = files.open(&root)?;
+            let path = ws.resolve(&args.path).map_err(tool_error)?;
+            if let Some(parent) = path.parent() {
+                ws.create_dir_all(&parent).map_err(tool_error)?;
+            }
+            ws.write(&path, args.content.as_bytes())
+                .map_err(|err| match err {
+                    WorkspaceError::IsDirectory { path } => {
+                        ToolError::Failed(format!("{path} is a directory; give a file path"))
+                    }
+                    other => tool_error(other),
+                })?;
+            Ok(path.display())
+        })
+        .await?;
+        Ok(format!("wrote {len} bytes to {shown}"))
     }
 }

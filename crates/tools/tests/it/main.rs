@@ -2,7 +2,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod files;
+mod hidden;
 mod http;
+mod links;
 mod list_search;
 mod paths;
 mod registry;

@@ -20,9 +20,15 @@ pub fn env() -> Env {
 }
 
 pub fn env_with(config: BuiltinConfig) -> Env {
+    env_hiding(config, &[])
+}
+
+/// An environment whose sandbox policy hides `hidden` (paths relative to the workspace).
+pub fn env_hiding(config: BuiltinConfig, hidden: &[&str]) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Arc::new(Sandbox::new(SandboxPolicy {
         kill_grace: Duration::from_millis(200),
+        hidden: hidden.iter().map(|rel| dir.path().join(rel)).collect(),
         ..SandboxPolicy::default()
     }));
     let ctx = ToolContext {
