@@ -26,6 +26,10 @@ fn main() -> ExitCode {
     }
     let cli = args::Cli::parse();
     init_tracing(cli.verbose);
+    // Every sandboxed command and every proxied connection costs descriptors.
+    if let Err(err) = reef_sandbox::raise_open_files_limit() {
+        tracing::debug!(%err, "cannot raise the open-files limit");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .worker_threads(2)

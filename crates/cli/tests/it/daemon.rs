@@ -106,11 +106,14 @@ impl Drop for Daemon {
     }
 }
 
+/// A home for `reef serve` with the mock as its model. Tools run in the default (landlock)
+/// sandbox, and `required` makes a sandbox that does not work here fail the daemon's start
+/// instead of falling back to unconfined tools.
 fn daemon_home(mock: &MockLlm) -> TestHome {
     let home = TestHome::new();
     home.write_config(&format!(
         "[providers.main]\nbase_url = \"{}\"\nmodel = \"mock-model\"\nstream = false\n\
-         max_retries = 0\n\n[daemon]\nlisten = \"127.0.0.1:0\"\n\n[sandbox]\nbackend = \"none\"\n",
+         max_retries = 0\n\n[daemon]\nlisten = \"127.0.0.1:0\"\n\n[sandbox]\nrequired = true\n",
         mock.base_url()
     ));
     home
@@ -471,4 +474,112 @@ async fn a_daemon_killed_mid_turn_processes_every_message_exactly_once_in_effect
     let mut expected = jobs.clone();
     expected.sort();
     assert_eq!(bodies, expected, "each job forwarded exactly once");
+}
+
+/// The model of the confinement test: alice writes and reads back a file in her workspace,
+/// then tries the API token and bob's workspace, then plants `MEMORY.md -> api-token`.
+fn confined_model(token: String, bob_file: String) -> impl Fn(&RecordedRequest) -> MockReply {
+    move |req: &RecordedRequest| {
+        let results = req.tool_results();
+        let shell = |command: String| MockReply::tool_call("shell", json!({ "command": command }));
+        match results.len() {
+            0 => shell("echo kept > note.txt && cat note.txt".into()),
+            1 => shell(format!("cat '{token}'")),
+            2 => shell(format!("cat '{bob_file}'; ls -A \"$(dirname '{token}')\"")),
+            3 => shell("ln -s ../../../api-token MEMORY.md && echo planted".into()),
+            _ => MockReply::text("done"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_agent_runs_commands_in_its_own_workspace_and_sees_nothing_else() {
+    let home = TestHome::new();
+    let token_path = home.reef_home().join("api-token");
+    let bob_file = home.reef_home().join("agents/bob/workspace/diary.txt");
+    let mock = MockLlm::start_responder_blocking(Arc::new(confined_model(
+        token_path.display().to_string(),
+        bob_file.display().to_string(),
+    )));
+    home.write_config(&format!(
+        "[providers.main]\nbase_url = \"{}\"\nmodel = \"mock-model\"\nstream = false\n\
+         max_retries = 0\n\n[daemon]\nlisten = \"127.0.0.1:0\"\n\n[sandbox]\nrequired = true\n",
+        mock.base_url()
+    ));
+    let d = Daemon::start(&home).await;
+    let token = std::fs::read_to_string(&token_path).unwrap();
+    // bob exists, with a file in his workspace, but never gets a message.
+    d.post("/v1/agents", json!({"name": "bob", "template": "worker"}))
+        .await;
+    std::fs::write(&bob_file, "bob's secret diary\n").unwrap();
+    d.post(
+        "/v1/agents",
+        json!({"name": "alice", "template": "worker", "task": "look around"}),
+    )
+    .await;
+    d.wait(
+        "alice's first turn",
+        "/v1/events?agent=alice&kind=turn.ended",
+        |e| e.as_array().is_some_and(|a| !a.is_empty()),
+    )
+    .await;
+
+    let sent = mock.requests();
+    let results = sent.last().unwrap().tool_results();
+    assert_eq!(results.len(), 4, "{results:?}");
+    // Positive control: the shell works in the agent's own workspace, with the default
+    // sandbox (its every call used to fail with exit code 125).
+    assert!(
+        results[0].starts_with("exit_code: 0") && results[0].contains("kept"),
+        "{}",
+        results[0]
+    );
+    let workspace = home.reef_home().join("agents/alice/workspace");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("note.txt")).unwrap(),
+        "kept\n"
+    );
+    // Neither the API token nor another agent's workspace can be read or listed.
+    assert!(
+        results[1].contains("No such file or directory") && !results[1].contains(token.trim()),
+        "{}",
+        results[1]
+    );
+    assert!(
+        results[2].contains("No such file or directory")
+            && !results[2].contains("secret diary")
+            && !results[2].contains("api-token")
+            && !results[2].contains("reef.db"),
+        "{}",
+        results[2]
+    );
+    // The planted link exists in the workspace…
+    assert!(results[3].contains("planted"), "{}", results[3]);
+    assert!(
+        workspace
+            .join("MEMORY.md")
+            .symlink_metadata()
+            .unwrap()
+            .is_symlink()
+    );
+    // …and the next turn's system prompt does not carry what it points to.
+    d.post("/v1/agents/alice/messages", json!({"text": "again"}))
+        .await;
+    d.wait(
+        "alice's second turn",
+        "/v1/events?agent=alice&kind=turn.ended",
+        |e| e.as_array().is_some_and(|a| a.len() >= 2),
+    )
+    .await;
+    let last = mock.requests().pop().unwrap();
+    assert_eq!(
+        last.last_user_text().map(|t| t.contains("again")),
+        Some(true)
+    );
+    let system = last.system_text();
+    assert!(
+        !system.contains(token.trim()),
+        "the API token reached the model: {system}"
+    );
+    assert!(system.contains("MEMORY.md"), "{system}");
 }

@@ -6,11 +6,13 @@ mod cost;
 mod crash;
 mod daemon;
 mod e2e;
+mod escapes;
 mod failures;
 mod memory;
 mod models;
 mod sandbox;
 mod secrets;
+mod trust;
 
 use reef_test_support::{MockLlm, TestHome};
 use serde_json::Value;

@@ -1,10 +1,11 @@
 //! The supervisor end to end in one process: agents woken by their inbox, requests answered,
 //! questions and approvals, budgets, loop detection and the turn limit, against the mock model.
 
+use reef_agent::HelperCommand;
 use reef_core::AgentState;
 use reef_runtime::{Runtime, RuntimeOptions, Sender, SpawnRequest, Templates};
 use reef_store::{InboxStatus, PendingKind, PendingStatus, StoredEvent};
-use reef_test_support::{MockLlm, MockReply, RecordedRequest, Responder, TestHome};
+use reef_test_support::{MockLlm, MockReply, RecordedRequest, Responder, TestHome, sandbox_helper};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,16 +21,21 @@ pub struct Daemon {
 pub async fn daemon(responder: Responder, extra: &str) -> Daemon {
     let mock = MockLlm::start_responder(responder).await;
     let home = TestHome::new();
+    // Tools run in the real default sandbox; `required` makes a sandbox that does not work
+    // here fail the test instead of falling back to running them unconfined.
     home.write_config(&format!(
         "[providers.mock]\nbase_url = \"{}\"\nmodel = \"m\"\nstream = false\nmax_retries = 0\n\n\
-         [sandbox]\nbackend = \"none\"\n\n{extra}",
+         [sandbox]\nrequired = true\n\n{extra}",
         mock.base_url()
     ));
     let config = home.load_config();
     let (runtime, _) = Runtime::start(RuntimeOptions {
         config,
         templates: Templates::builtin().unwrap(),
-        helper: None,
+        helper: Some(HelperCommand {
+            program: sandbox_helper(),
+            args: Vec::new(),
+        }),
         model_override: None,
     })
     .await
@@ -70,7 +76,7 @@ pub fn count(events: &[StoredEvent], kind: &str) -> usize {
     events.iter().filter(|e| e.kind == kind).count()
 }
 
-fn spawn(name: &str, template: &str) -> SpawnRequest {
+pub fn spawn(name: &str, template: &str) -> SpawnRequest {
     SpawnRequest {
         name: name.into(),
         template: template.into(),

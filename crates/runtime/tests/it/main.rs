@@ -1,5 +1,6 @@
 //! reef-runtime integration tests: one binary, one module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
+mod approvals;
 mod daemon;
 mod templates;

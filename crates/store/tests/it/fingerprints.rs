@@ -20,7 +20,7 @@ async fn fingerprints_are_kept_per_agent_across_a_reopen() {
     let store = Store::open(&path).unwrap();
     let a = fingerprint("TOKEN", 7);
     store
-        .add_secret_fingerprints("alice", &[a.clone()])
+        .add_secret_fingerprints("alice", std::slice::from_ref(&a))
         .await
         .unwrap();
     store
