@@ -1,6 +1,6 @@
 //! Interrupting a turn kills its tools, and the next turn sends a valid, repaired history.
 
-use crate::{eventually, options, session, until};
+use crate::{eventually, options, processes_with, session, sleep_marker, until};
 use reef_core::{EventMsg, Op, TurnOutcome};
 use reef_store::Store;
 use reef_test_support::{MockLlm, MockReply};
@@ -8,10 +8,12 @@ use serde_json::json;
 
 #[tokio::test]
 async fn interrupt_kills_the_running_tool_and_the_next_turn_is_repaired() {
+    let marker = sleep_marker();
     let mock = MockLlm::start(vec![
         MockReply::tool_call(
             "shell",
-            json!({"command": "sleep 60 & echo $! > sleeper.pid; wait", "timeout_secs": 120}),
+            json!({"command": format!("sleep {marker} & echo $! > sleeper.pid; wait"),
+                   "timeout_secs": 120}),
         ),
         MockReply::text("fine, moving on"),
     ])
@@ -28,11 +30,7 @@ async fn interrupt_kills_the_running_tool_and_the_next_turn_is_repaired() {
     assert!(
         eventually(|| std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))).await
     );
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
-    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    assert!(eventually(|| !processes_with(&marker).is_empty()).await);
 
     handle.submit(Op::Interrupt);
     let events = until(&mut handle, |m| matches!(m, EventMsg::TurnEnded { .. })).await;
@@ -44,13 +42,8 @@ async fn interrupt_kills_the_running_tool_and_the_next_turn_is_repaired() {
     };
     assert_eq!(outcome, &TurnOutcome::Interrupted);
     assert_eq!(*rounds, 1);
-    let gone = eventually(|| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| s.contains(") Z "))
-            .unwrap_or(true)
-    })
-    .await;
-    assert!(gone, "the tool's process {pid} outlived the interrupt");
+    let gone = eventually(|| processes_with(&marker).is_empty()).await;
+    assert!(gone, "the tool's process outlived the interrupt");
 
     handle.submit(Op::UserInput {
         text: "what happened?".into(),

@@ -11,7 +11,7 @@ mod setup;
 use reef_agent::{Session, SessionOptions};
 use reef_core::{Event, EventMsg, WireApi};
 use reef_llm::ProviderSettings;
-use reef_sandbox::{Sandbox, SandboxPolicy};
+use reef_sandbox::{HelperCommand, Sandbox, SandboxBackend, SandboxPolicy};
 use reef_store::Store;
 use reef_test_support::MockLlm;
 use std::path::Path;
@@ -56,7 +56,15 @@ pub(crate) async fn session_with_retries(
     };
     let model = reef_llm::build_client(settings).unwrap();
     let tools = Arc::new(reef_tools::builtin_registry(
-        Arc::new(Sandbox::new(SandboxPolicy::default())),
+        // Tools run in the real default sandbox, as they do for users.
+        Arc::new(Sandbox::new(SandboxPolicy {
+            backend: SandboxBackend::Landlock,
+            helper: Some(HelperCommand {
+                program: reef_test_support::sandbox_helper(),
+                args: Vec::new(),
+            }),
+            ..SandboxPolicy::default()
+        })),
         reef_tools::BuiltinConfig::default(),
     ));
     Session::create(model, tools, store.clone(), opts)
@@ -89,4 +97,27 @@ pub(crate) async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     false
+}
+
+/// A `sleep` argument unique to this test process and call, to find the sleeping tool on the
+/// host (pids printed inside the sandbox belong to its own PID namespace).
+pub(crate) fn sleep_marker() -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}.{n:03}", 100_000 + std::process::id())
+}
+
+/// Host processes (zombies excluded) whose command line holds `marker`.
+pub(crate) fn processes_with(marker: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(marker) && !stat.contains(") Z ")
+        })
+        .collect()
 }

@@ -1,7 +1,7 @@
 //! Shared test fixture: a temporary workspace and a built-in registry.
 
 use reef_core::{SessionId, ToolCallId, ToolContext, ToolError};
-use reef_sandbox::{Sandbox, SandboxPolicy};
+use reef_sandbox::{HelperCommand, Sandbox, SandboxBackend, SandboxPolicy};
 use reef_tools::{BuiltinConfig, ToolRegistry, builtin_registry};
 use serde_json::Value;
 use std::path::Path;
@@ -26,7 +26,13 @@ pub fn env_with(config: BuiltinConfig) -> Env {
 /// An environment whose sandbox policy hides `hidden` (paths relative to the workspace).
 pub fn env_hiding(config: BuiltinConfig, hidden: &[&str]) -> Env {
     let dir = tempfile::tempdir().unwrap();
+    // Tools run in the real default sandbox, as they do for users.
     let sandbox = Arc::new(Sandbox::new(SandboxPolicy {
+        backend: SandboxBackend::Landlock,
+        helper: Some(HelperCommand {
+            program: reef_test_support::sandbox_helper(),
+            args: Vec::new(),
+        }),
         kill_grace: Duration::from_millis(200),
         hidden: hidden.iter().map(|rel| dir.path().join(rel)).collect(),
         ..SandboxPolicy::default()
