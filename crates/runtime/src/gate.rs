@@ -20,8 +20,10 @@ impl Tool for ApprovalGate {
     fn spec(&self) -> ToolSpec {
         let mut spec = self.inner.spec();
         spec.description.push_str(
-            " Destructive commands (rm -rf, git reset --hard, mkfs, …) wait for the operator's \
-             approval instead of running; their result then arrives in your inbox.",
+            " Destructive commands (rm -rf, git reset --hard, mkfs, …) and commands that hide \
+             the program they run (sh -c, eval, xargs, python -c, …) wait for the operator's \
+             approval instead of running; their result then arrives in your inbox. Prefer \
+             plain commands, or a script file you wrote, to code in a string.",
         );
         spec
     }
@@ -51,10 +53,14 @@ impl Tool for ApprovalGate {
                 item.answer.as_deref().unwrap_or("")
             ));
         }
+        let why = match pattern.strip_prefix("indirect: ") {
+            Some(how) => format!("runs code reef cannot inspect ({how})"),
+            None => format!("matches the dangerous pattern `{pattern}`"),
+        };
         Ok(format!(
-            "NOT RUN: `{command}` matches the dangerous pattern `{pattern}`, so the whole \
-             command waits for the operator's approval (id {}). If approved it runs and its \
-             output arrives in your inbox; if denied or expired you are told. Do not retry it.",
+            "NOT RUN: `{command}` {why}, so the whole command waits for the operator's \
+             approval (id {}). If approved it runs and its output arrives in your inbox; if \
+             denied or expired you are told. Do not retry it.",
             item.id
         ))
     }

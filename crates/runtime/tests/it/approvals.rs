@@ -56,7 +56,10 @@ async fn indirect_commands_wait_for_the_operator() {
             .tool_results()
             .pop()
             .unwrap();
-        assert!(result.starts_with("NOT RUN"), "{command}: {result}");
+        assert!(
+            result.starts_with("NOT RUN") && result.contains("runs code reef cannot inspect"),
+            "{command}: {result}"
+        );
         assert!(ws.join("victim").is_dir(), "{command} ran");
     }
     assert_eq!(
