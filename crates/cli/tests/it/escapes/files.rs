@@ -248,3 +248,50 @@ fn git_hooks_and_config_stay_as_the_user_left_them() {
         "code"
     );
 }
+
+#[test]
+fn calls_racing_a_link_never_run_outside_the_workspace() {
+    // One round of concurrent calls: one keeps swapping `sub` between a directory and a link to
+    // the outside while the others start in `sub`. Each is checked for links when it starts,
+    // then mounted at the workspace and entered inside the sandbox, so a swap in between can
+    // only make it fail.
+    let outside = tempfile::tempdir().unwrap();
+    let swapper = format!(
+        "i=0; while [ $i -lt 300 ]; do rm -rf sub; ln -s '{}' sub; rm -f sub; mkdir sub; \
+         i=$((i+1)); done; echo swapped",
+        outside.path().display()
+    );
+    let mut calls = vec![("shell".to_owned(), json!({"command": swapper}))];
+    for i in 0..12 {
+        calls.push((
+            "shell".to_owned(),
+            json!({"command": format!("touch raced-{i} && pwd -P"), "cwd": "sub"}),
+        ));
+    }
+    let (mock, home) = confined_home(vec![MockReply::ToolCalls(calls), MockReply::text("done")]);
+    std::fs::create_dir(home.workspace().join("sub")).unwrap();
+    run_ok(&home, "race");
+    let results = mock.requests()[1].tool_results();
+    assert_eq!(results.len(), 13, "{results:?}");
+    assert!(results[0].contains("swapped"), "{}", results[0]);
+    let escaped: Vec<_> = std::fs::read_dir(outside.path()).unwrap().collect();
+    assert!(
+        escaped.is_empty(),
+        "a call ran in the outside directory: {escaped:?} {results:?}"
+    );
+    let workspace = home.workspace().canonicalize().unwrap();
+    for r in &results[1..] {
+        assert!(
+            !r.contains(&outside.path().display().to_string())
+                || r.contains("symbolic link")
+                || r.contains("not a directory"),
+            "{r}"
+        );
+        if r.starts_with("exit_code: 0") {
+            assert!(
+                r.contains(&workspace.join("sub").display().to_string()),
+                "{r}"
+            );
+        }
+    }
+}
