@@ -251,13 +251,14 @@ fn check_workspace(opts: &SessionOptions) -> Result<(), AgentError> {
     }
 }
 
-/// Gives the tools the fingerprints of secret values the agent's earlier sessions used, so
-/// their outputs are redacted even where this session never reads the secret.
+/// Has the tools keep the fingerprints of secret values the agent's commands use in the store,
+/// and redact the values behind those its earlier sessions left there, even where this
+/// session never reads the secret.
 async fn remember_secrets(
     store: &Store,
     tools: &ToolRegistry,
     opts: &SessionOptions,
 ) -> Result<(), AgentError> {
-    tools.remember_secrets(store.secret_fingerprints(&opts.agent).await?);
+    tools.attach_secrets(store.clone(), &opts.agent).await?;
     Ok(())
 }

@@ -146,12 +146,6 @@ impl Session {
             }
 
             let results = dispatch::run_calls(self, &calls, emitter).await;
-            let fresh = self.tools.new_secret_fingerprints();
-            if !fresh.is_empty() {
-                self.store
-                    .add_secret_fingerprints(&self.opts.agent, &fresh)
-                    .await?;
-            }
             for message in results {
                 self.persist(message).await?;
             }

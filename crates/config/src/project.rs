@@ -10,7 +10,12 @@ use std::path::Path;
 pub(crate) const MAX_PROJECT_FILE: u64 = 1024 * 1024;
 
 /// Key families a project file may set only when trusted: (prefix, shown as, why).
-const RESTRICTED: [(&str, &str, &str); 8] = [
+const RESTRICTED: [(&str, &str, &str); 9] = [
+    (
+        "prices",
+        "prices.*",
+        "it could price requests at nothing and defeat cost budgets",
+    ),
     ("sandbox", "sandbox.*", "it could loosen the sandbox"),
     (
         "providers",

@@ -194,21 +194,15 @@ impl Runtime {
                     session_id: agent.session.clone().unwrap_or_default(),
                     call_id: reef_core::ToolCallId::new(),
                 };
-                registry.remember_secrets(self.inner.store.secret_fingerprints(&agent.name).await?);
-                let text = match tool.call(&ctx, arguments).await {
+                registry
+                    .attach_secrets(self.inner.store.clone(), &agent.name)
+                    .await?;
+                match tool.call(&ctx, arguments).await {
                     Ok(text) => registry.redact(&text),
                     Err(err) => {
                         format!("the command failed: {}", registry.redact(&err.to_string()))
                     }
-                };
-                let fresh = registry.new_secret_fingerprints();
-                if !fresh.is_empty() {
-                    self.inner
-                        .store
-                        .add_secret_fingerprints(&agent.name, &fresh)
-                        .await?;
                 }
-                text
             }
             None => format!("tool `{tool_name}` is no longer available to this agent"),
         };

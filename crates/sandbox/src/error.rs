@@ -23,6 +23,14 @@ pub enum SandboxError {
         cwd.display()
     )]
     BadCwd { cwd: PathBuf },
+    /// The workspace is itself a path the sandbox hides (it holds credentials, e.g. reef's
+    /// home): run from another directory.
+    #[error(
+        "the workspace {} is a directory reef hides from agents (it holds credentials); run \
+         from another directory",
+        workspace.display()
+    )]
+    HiddenWorkspace { workspace: PathBuf },
     /// The landlock backend needs a helper program (`reef sandbox-exec`) and none is configured.
     #[error(
         "the landlock backend needs its helper program (reef sandbox-exec); none is configured"

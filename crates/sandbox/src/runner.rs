@@ -167,13 +167,19 @@ impl Sandbox {
                     NetworkMode::Allowlist => Some(self.proxy_socket()?),
                     NetworkMode::None | NetworkMode::Full => None,
                 };
+                // Resolved once, here: the helper mounts exactly these directories, and refuses
+                // if a link appears in one of them meanwhile.
+                let workspace =
+                    std::fs::canonicalize(&req.workspace).unwrap_or_else(|_| req.workspace.clone());
+                let hidden = self.policy.hidden_paths();
+                if hidden.contains(&workspace) {
+                    return Err(SandboxError::HiddenWorkspace { workspace });
+                }
                 let spec = HelperSpec {
-                    // Resolved once, here: the helper mounts exactly this directory.
-                    workspace: std::fs::canonicalize(&req.workspace)
-                        .unwrap_or_else(|_| req.workspace.clone()),
+                    writable: writable_roots(&workspace, &self.policy.writable),
+                    workspace,
                     cwd: req.cwd.clone(),
-                    writable: self.policy.writable.clone(),
-                    hidden: self.policy.hidden_paths(),
+                    hidden,
                     network: self.policy.network,
                     limits: self.policy.limits.clone(),
                     cgroups: self
@@ -231,6 +237,27 @@ impl Sandbox {
         crate::linux::new_session(&mut cmd);
         Ok(cmd)
     }
+}
+
+/// The writable paths to bind besides the workspace: resolved, and without those inside the
+/// workspace or inside another writable path (already writable; binding them would resolve a
+/// path the command controls). Paths missing on this host are left out.
+fn writable_roots(workspace: &std::path::Path, writable: &[PathBuf]) -> Vec<PathBuf> {
+    let resolved: Vec<PathBuf> = writable
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for path in &resolved {
+        let nested = path.starts_with(workspace)
+            || resolved
+                .iter()
+                .any(|other| other != path && path.starts_with(other));
+        if !nested && !roots.contains(path) {
+            roots.push(path.clone());
+        }
+    }
+    roots
 }
 
 /// Variables that point HTTP clients (curl, pip, git, npm, Python, Go…) at the proxy relay.

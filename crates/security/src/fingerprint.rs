@@ -92,13 +92,18 @@ pub fn redact_fingerprinted(text: &str, fingerprints: &[SecretFingerprint]) -> S
     if found.is_empty() {
         return text.to_owned();
     }
-    // Longest first at each position, then left to right without overlaps.
+    // Longest first at each position, then left to right; a match overlapping the one before
+    // is folded into it, so no part of either value shows.
     found.sort_by_key(|(s, e, _)| (*s, std::cmp::Reverse(*e)));
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
     for (s, e, name) in found {
         // A value is valid UTF-8, so a window equal to it starts and ends on char boundaries.
-        if s < at || !text.is_char_boundary(s) || !text.is_char_boundary(e) {
+        if !text.is_char_boundary(s) || !text.is_char_boundary(e) {
+            continue;
+        }
+        if s < at {
+            at = at.max(e);
             continue;
         }
         out.push_str(&text[at..s]);
@@ -125,6 +130,13 @@ mod tests {
         assert_eq!(
             redact_fingerprinted("short", std::slice::from_ref(&token)),
             "short"
+        );
+        // Two values overlapping in the text: neither shows a part of itself.
+        let a = fingerprint("A", "abcdefgh", b"s");
+        let b = fingerprint("B", "efghijkl", b"s");
+        assert_eq!(
+            redact_fingerprinted("xx abcdefghijkl yy", &[a, b]),
+            "xx [secret A] yy"
         );
         assert!(fingerprint_matches(&token, "tok-3f9A-x"));
         assert!(!fingerprint_matches(&token, "tok-3f9A-y"));

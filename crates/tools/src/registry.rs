@@ -36,14 +36,14 @@ impl ToolRegistry {
         self.secrets.redact(output)
     }
 
-    /// Redacts, from now on, the values behind fingerprints an earlier session remembered.
-    pub fn remember_secrets(&self, fingerprints: Vec<reef_core::SecretFingerprint>) {
-        self.secrets.remember(fingerprints);
-    }
-
-    /// Fingerprints of secret values first used since the last call, for the store to keep.
-    pub fn new_secret_fingerprints(&self) -> Vec<reef_core::SecretFingerprint> {
-        self.secrets.take_fresh()
+    /// Keeps the fingerprints of secret values `agent`'s calls use in `store`, and redacts the
+    /// values behind those its earlier sessions left there.
+    pub async fn attach_secrets(
+        &self,
+        store: reef_store::Store,
+        agent: &str,
+    ) -> Result<(), reef_store::StoreError> {
+        self.secrets.attach(store, agent).await
     }
 
     /// Keeps only the tools whose name `keep` accepts (an agent's capabilities).

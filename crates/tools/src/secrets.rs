@@ -19,6 +19,8 @@ pub struct Secrets {
     specs: Vec<SecretSpec>,
     seen: Mutex<Vec<(String, String)>>,
     fingerprints: Mutex<Fingerprints>,
+    /// Where new fingerprints are kept, and for which agent (see [`Secrets::attach`]).
+    ledger: Mutex<Option<(reef_store::Store, String)>>,
 }
 
 #[derive(Debug, Default)]
@@ -35,7 +37,51 @@ impl Secrets {
             specs,
             seen: Mutex::default(),
             fingerprints: Mutex::default(),
+            ledger: Mutex::default(),
         }
+    }
+
+    /// Keeps fingerprints in `store` for `agent` from now on, and redacts the values behind the
+    /// ones it already holds (from the agent's earlier sessions).
+    pub async fn attach(
+        &self,
+        store: reef_store::Store,
+        agent: &str,
+    ) -> Result<(), reef_store::StoreError> {
+        self.remember(store.secret_fingerprints(agent).await?);
+        *self.ledger.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((store, agent.to_owned()));
+        Ok(())
+    }
+
+    /// Writes the fingerprints of values first read since the last call to the store (when
+    /// one is attached). Called before a command that was given a secret starts, so that a
+    /// turn cut short (timeout, interrupt, a killed reef) cannot lose one.
+    pub async fn persist(&self) -> Result<(), ToolError> {
+        let ledger = self
+            .ledger
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let Some((store, agent)) = ledger else {
+            return Ok(());
+        };
+        let fresh = self.take_fresh();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        if let Err(err) = store.add_secret_fingerprints(&agent, &fresh).await {
+            // Not kept: try again with the next call, and do not run this one.
+            self.fingerprints
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .fresh
+                .extend(fresh);
+            return Err(ToolError::Failed(format!(
+                "cannot record that a secret was used ({err}); the command did not run"
+            )));
+        }
+        Ok(())
     }
 
     /// Adds fingerprints remembered from earlier sessions: their values are redacted too.
@@ -52,7 +98,7 @@ impl Secrets {
     }
 
     /// The fingerprints of values first read since the last call, for the store.
-    pub fn take_fresh(&self) -> Vec<SecretFingerprint> {
+    fn take_fresh(&self) -> Vec<SecretFingerprint> {
         let mut f = self
             .fingerprints
             .lock()

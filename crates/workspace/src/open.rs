@@ -18,10 +18,11 @@ pub(crate) enum Resolver {
 }
 
 impl Resolver {
-    /// `Openat2` when the kernel has it (tried once on `dir`), else `Walk`.
+    /// `Openat2` when the kernel has it (tried once on `dir`), else `Walk`. A seccomp profile
+    /// that predates `openat2` (some container runtimes) answers EPERM instead of ENOSYS.
     pub(crate) fn probe(dir: BorrowedFd<'_>) -> Self {
         match openat2_beneath(dir, Path::new(""), DIR_HANDLE, Mode::empty()) {
-            Err(Errno::NOSYS) => Self::Walk,
+            Err(Errno::NOSYS | Errno::PERM) => Self::Walk,
             _ => Self::Openat2,
         }
     }

@@ -55,8 +55,8 @@ impl Workspace {
     }
 
     /// Refuses `hidden` (absolute host paths, e.g. the sandbox policy's hidden list) from now
-    /// on. Only those strictly inside the root count: a hidden directory that contains the
-    /// whole workspace does not hide it, as in the sandbox.
+    /// on. Those inside the root count, the root itself included (then nothing is opened); a
+    /// hidden directory that contains the whole workspace does not hide it, as in the sandbox.
     pub fn with_hidden(mut self, hidden: &[PathBuf]) -> Self {
         for path in hidden {
             for root in [&self.root, &self.spelled] {
@@ -67,7 +67,7 @@ impl Workspace {
                     .components()
                     .filter(|c| matches!(c, Component::Normal(_)))
                     .collect();
-                if !plain.as_os_str().is_empty() && !self.hidden.contains(&plain) {
+                if !self.hidden.contains(&plain) {
                     self.hidden.push(plain);
                 }
             }

@@ -6,7 +6,7 @@ use reef_config::{ConfigError, Origin, SandboxBackendName, TrustStatus};
 use std::path::Path;
 
 /// Every refused family, with a project file setting it and the key the error must name.
-const REFUSED: [(&str, &str); 11] = [
+const REFUSED: [(&str, &str); 12] = [
     ("[sandbox]\nbackend = \"none\"\n", "sandbox.backend"),
     ("[sandbox]\nwritable = [\"/\"]\n", "sandbox.writable"),
     ("[sandbox]\nnetwork = \"full\"\n", "sandbox.network"),
@@ -30,6 +30,10 @@ const REFUSED: [(&str, &str); 11] = [
     ("[models]\ndir = \"/tmp/evil\"\n", "models.dir"),
     ("[store]\npath = \"/tmp/evil.db\"\n", "store.path"),
     ("[daemon]\nlisten = \"0.0.0.0:7447\"\n", "daemon.listen"),
+    (
+        "[prices.\"m\"]\ninput = 0.0\noutput = 0.0\n",
+        "prices.m.input",
+    ),
 ];
 
 fn project_file(fx: &Fixture) -> std::path::PathBuf {
@@ -70,14 +74,13 @@ fn allowed_keys_still_apply_from_a_project_file() {
     fx.write(
         Path::new("project/reef.toml"),
         "[model]\ndefault = \"other\"\n[agent]\nmax_rounds = 9\n[tools]\nshell_timeout_secs = 7\n\
-         [memory]\nchunk_size = 400\n[prices.\"m\"]\ninput = 1.0\noutput = 2.0\n[sandbox]\n",
+         [memory]\nchunk_size = 400\n[sandbox]\n",
     );
     let config = fx.load(&[], &[]).unwrap();
     assert_eq!(config.agent.max_rounds, 9);
     assert_eq!(config.tools.shell_timeout_secs, 7);
     assert_eq!(config.memory.chunk_size, 400);
     assert_eq!(config.default_provider.as_deref(), Some("other"));
-    assert_eq!(config.prices["m"].output, 2.0);
     let entry = config
         .entries()
         .iter()

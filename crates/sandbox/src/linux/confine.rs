@@ -246,5 +246,49 @@ pub(crate) fn seccomp(network: NetworkMode) -> Result<(), String> {
         let program: BpfProgram = filter.try_into().map_err(|e| format!("seccomp: {e}"))?;
         seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))?;
     }
+    deny_x32()
+}
+
+/// On x86_64 the x32 ABI reaches the same system calls under numbers with bit 30 set, which
+/// the filters above (keyed by the x86_64 numbers) would let through: refuse them all.
+#[cfg(target_arch = "x86_64")]
+fn deny_x32() -> Result<(), String> {
+    use seccompiler::sock_filter;
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    const RET_ERRNO: u32 = 0x0005_0000;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    let program = vec![
+        // A = seccomp_data.nr
+        sock_filter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        // if A >= X32_SYSCALL_BIT: fall through to the refusal, else skip it
+        sock_filter {
+            code: 0x35,
+            jt: 0,
+            jf: 1,
+            k: X32_SYSCALL_BIT,
+        },
+        sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: RET_ERRNO | libc::ENOSYS as u32,
+        },
+        sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: RET_ALLOW,
+        },
+    ];
+    seccompiler::apply_filter(&program).map_err(|e| format!("seccomp (x32): {e}"))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn deny_x32() -> Result<(), String> {
     Ok(())
 }

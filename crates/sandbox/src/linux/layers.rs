@@ -61,6 +61,24 @@ pub(crate) fn plan(workspace: &Path, writable: &[PathBuf], hidden: &[PathBuf]) -
             kind: Kind::Mask,
         });
     }
+    // Every directory between a writable root and a hidden path inside it is pinned (bound onto
+    // itself), so the command cannot rename it and carry the hidden path out from under its
+    // mask to a name the next run would not mask.
+    let roots: Vec<PathBuf> = layers
+        .iter()
+        .filter(|l| l.kind == Kind::Bind)
+        .map(|l| l.path.clone())
+        .collect();
+    for h in hidden {
+        for root in roots.iter().filter(|r| h.starts_with(r) && h != *r) {
+            for ancestor in h.ancestors().skip(1).take_while(|a| *a != root.as_path()) {
+                layers.push(Layer {
+                    path: ancestor.to_path_buf(),
+                    kind: Kind::Pin,
+                });
+            }
+        }
+    }
     let masked = |p: &Path| {
         hidden
             .iter()
@@ -291,9 +309,19 @@ fn bind_host(
     shown: &Path,
     open_masks: &[PathBuf],
 ) -> Result<(), String> {
-    let source = match rustix::fs::open(shown, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()) {
+    // reef resolved the path (`shown` has no link in it): a link now means something changed it
+    // meanwhile, and the helper refuses rather than mount what the link leads to.
+    let host_root = rustix::fs::open("/", OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| format!("open / to mount {}: {e}", shown.display()))?;
+    let source = match beneath(host_root.as_fd(), relative(shown), OFlags::empty()) {
         Ok(fd) => fd,
         Err(Errno::NOENT) => return Ok(()), // a configured path absent on this host
+        Err(Errno::LOOP) => {
+            return Err(format!(
+                "{} was replaced by a symbolic link while the sandbox was being built",
+                shown.display()
+            ));
+        }
         Err(e) => return Err(format!("open {} to mount it: {e}", shown.display())),
     };
     let stat = rustix::fs::fstat(&source).map_err(|e| format!("stat {}: {e}", shown.display()))?;
@@ -357,8 +385,8 @@ fn self_bind(
         // host would act on, so there is nothing to protect.
         _ => return Ok(()),
     }
-    if kind != rustix::fs::FileType::Directory && name == PINNED {
-        return Ok(()); // `.git` as a file (a worktree pointer): the git directory is elsewhere
+    if kind != rustix::fs::FileType::Directory && !read_only {
+        return Ok(()); // only directories are pinned (`.git` as a file is a worktree pointer)
     }
     mount(
         Some(fd_path(&target).as_str()),

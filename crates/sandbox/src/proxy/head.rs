@@ -121,6 +121,11 @@ pub(crate) fn parse(head: &[u8]) -> Result<Request, Refusal> {
         authority(&host, port)
     );
     for header in lines.filter(|l| !l.is_empty()) {
+        // A bare CR or LF, or a folded continuation line, could smuggle a header past this
+        // rewrite to an origin that splits lines differently.
+        if header.contains(['\r', '\n']) || header.starts_with([' ', '\t']) {
+            return Err(bad("a header line holds a bare CR or LF, or is folded"));
+        }
         let name = header.split(':').next().unwrap_or_default().trim();
         if HOP_BY_HOP.iter().any(|h| name.eq_ignore_ascii_case(h))
             || name.eq_ignore_ascii_case("host")
@@ -224,6 +229,14 @@ mod tests {
             (b"GET https://x.org/ HTTP/1.1\r\n\r\n", "CONNECT"),
             (b"CONNECT nohostport HTTP/1.1\r\n\r\n", "host:port"),
             (b"GARBAGE\r\n\r\n", "malformed"),
+            (
+                b"GET http://a.example/ HTTP/1.1\r\nX: a\nHost: b.example\r\n\r\n",
+                "bare CR or LF",
+            ),
+            (
+                b"GET http://a.example/ HTTP/1.1\r\nX: a\r\n Host: b.example\r\n\r\n",
+                "folded",
+            ),
         ] {
             let refusal = parse(head).err().map(|r| r.reason).unwrap_or_default();
             assert!(refusal.contains(needle), "{refusal}");

@@ -127,6 +127,8 @@ impl Tool for ShellTool {
             let value = self.secrets.read(name)?;
             req.env.push((name.clone(), value));
         }
+        // What the command is given is remembered before it runs.
+        self.secrets.persist().await?;
         let out = self
             .sandbox
             .run(req)

@@ -47,8 +47,31 @@ fn a_hidden_directory_inside_the_workspace_is_refused_and_left_out() {
 fn a_hidden_directory_holding_the_whole_workspace_does_not_hide_it() {
     let fx = Fixture::new();
     fx.write("f.txt", "ok");
-    let ws = Workspace::open(&fx.root)
-        .unwrap()
-        .with_hidden(&[fx.root.parent().unwrap().to_path_buf(), fx.root.clone()]);
+    let ws =
+        Workspace::open(&fx.root)
+            .unwrap()
+            .with_hidden(&[fx.root.parent().unwrap().to_path_buf()]);
     assert_eq!(ws.read(&ws.resolve("f.txt").unwrap(), 100).unwrap(), b"ok");
+}
+
+#[test]
+fn a_workspace_that_is_itself_hidden_opens_nothing() {
+    let fx = Fixture::new();
+    fx.write("api-token", "token");
+    let ws = fx.ws().with_hidden(std::slice::from_ref(&fx.root));
+    for given in ["api-token", ".", "sub/new"] {
+        let err = ws.resolve(given).unwrap_err();
+        assert!(
+            matches!(err, WorkspaceError::Hidden { .. }),
+            "{given}: {err:?}"
+        );
+    }
+    // Positive control: the same directory, not hidden.
+    let plain = fx.ws();
+    assert_eq!(
+        plain
+            .read(&plain.resolve("api-token").unwrap(), 10)
+            .unwrap(),
+        b"token"
+    );
 }

@@ -103,3 +103,55 @@ fn the_home_and_the_database_are_private() {
     assert_eq!(mode(&fresh.reef_home()), 0o700);
     assert_eq!(mode(&fresh.reef_home().join("reef.db")), 0o600);
 }
+
+#[test]
+fn a_secret_used_by_a_turn_cut_short_is_still_remembered() {
+    let mock = MockLlm::start_blocking(vec![
+        // The command keeps the value, then outlives the turn's wall-clock budget.
+        MockReply::tool_call(
+            "shell",
+            json!({"command": "printf '%s\\n' \"$API_TOKEN\" > kept.txt; sleep 60",
+                   "secrets": ["API_TOKEN"], "timeout_secs": 120}),
+        ),
+        MockReply::tool_call("shell", json!({"command": "cat kept.txt"})),
+        MockReply::text("read it"),
+    ]);
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}\n[sandbox]\nrequired = true\n\n[secrets.API_TOKEN]\nenv = \"REEF_TEST_TOKEN\"\n",
+        config_for(&mock, "openai-chat", false)
+    ));
+    reef(&home)
+        .env("MOCK_API_KEY", "k")
+        .env("REEF_TEST_TOKEN", VALUE)
+        .args(["-c", "agent.max_wall_secs=2", "run", "keep the token"])
+        .assert()
+        .code(4);
+    assert_eq!(
+        std::fs::read_to_string(home.workspace().join("kept.txt")).unwrap(),
+        format!("{VALUE}\n"),
+        "the command kept the value"
+    );
+    run_ok_with_token(&home, "what is in kept.txt?");
+    let result = mock
+        .requests()
+        .last()
+        .unwrap()
+        .tool_results()
+        .pop()
+        .unwrap();
+    assert!(
+        !result.contains(VALUE),
+        "the value reached the model: {result}"
+    );
+    assert!(result.contains("[secret API_TOKEN]"), "{result}");
+}
+
+fn run_ok_with_token(home: &TestHome, prompt: &str) {
+    reef(home)
+        .env("MOCK_API_KEY", "k")
+        .env("REEF_TEST_TOKEN", VALUE)
+        .args(["run", prompt])
+        .assert()
+        .success();
+}

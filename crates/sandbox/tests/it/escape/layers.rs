@@ -330,3 +330,51 @@ async fn a_kernel_without_landlock_makes_the_backend_fail() {
     // Positive control: the same helper without the filter works.
     Sandbox::new(confined_policy()).self_test().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_hidden_path_cannot_be_carried_out_from_under_its_mask() {
+    let fx = Fixture::new();
+    // The workspace is a home with ~/.config/gcloud, hidden two levels down.
+    std::fs::create_dir_all(fx.ws.join(".config/gcloud")).unwrap();
+    std::fs::write(
+        fx.ws.join(".config/gcloud/credentials.db"),
+        "gcloud-secret-4d2\n",
+    )
+    .unwrap();
+    std::fs::write(fx.ws.join(".config/editor.conf"), "tabs\n").unwrap();
+    let policy = SandboxPolicy {
+        hidden: reef_sandbox::home_secrets(&fx.ws),
+        ..confined_policy()
+    };
+    // Observed: "mv: cannot move '.config' to '.c': Device or resource busy".
+    let out = run_with(policy.clone(), fx.req("mv .config .c")).await;
+    assert_fails_with(&out, "mv .config .c", &["busy"]);
+    let out = run_with(
+        policy.clone(),
+        fx.req("cat .c/gcloud/credentials.db; cat .config/gcloud/credentials.db"),
+    )
+    .await;
+    assert_sandbox_built(&out, "cat the credentials");
+    assert!(!out.stdout.contains("gcloud-secret"), "{}", show(&out));
+    assert!(fx.ws.join(".config/gcloud/credentials.db").exists());
+    // Positive control: the rest of ~/.config is the command's.
+    let out = run_with(
+        policy,
+        fx.req("cat .config/editor.conf && echo x > .config/new"),
+    )
+    .await;
+    assert_succeeds(&out, "use the rest of .config");
+}
+
+#[tokio::test]
+async fn a_workspace_that_is_a_hidden_directory_is_refused() {
+    let fx = Fixture::new();
+    let policy = SandboxPolicy {
+        hidden: vec![fx.ws.clone()],
+        ..confined_policy()
+    };
+    let err = Sandbox::new(policy).run(fx.req("ls")).await.unwrap_err();
+    assert!(err.to_string().contains("reef hides from agents"), "{err}");
+    // Positive control: the same workspace without the mask.
+    assert_succeeds(&fx.run("ls").await, "ls");
+}
