@@ -125,6 +125,9 @@ async fn engine(tools: Arc<ToolRegistry>, tool: &str, args: &Value, n: usize) ->
         loop_limit: 0,
         cost_budget_micros: None,
         prices: std::sync::Arc::new(reef_llm::Prices::defaults()),
+        compact_at: 0.75,
+        compaction: reef_core::CompactionStrategy::Summarize,
+        keep_recent_turns: 4,
     };
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {

@@ -29,7 +29,14 @@ impl AgentHandle {
     /// Queues an operation and returns the id its events will carry.
     pub fn submit(&self, op: Op) -> SubmissionId {
         let id = SubmissionId::new();
-        let _ = self.submissions.send(Submission { id: id.clone(), op });
+        if self
+            .submissions
+            .send(Submission { id: id.clone(), op })
+            .is_err()
+        {
+            // The loop has ended (after `Shutdown`): no event will answer this.
+            tracing::debug!("a submission arrived after the session ended");
+        }
         id
     }
 
@@ -64,8 +71,13 @@ async fn run(
                 None => break,
             },
         };
+        let emitter = Emitter {
+            tx: events.clone(),
+            id: sub.id.clone(),
+        };
         match sub.op {
-            Op::UserInput { text } => {
+            Op::UserInput { text } | Op::Steer { text } => {
+                let steers = session.steers.clone();
                 let mut shutdown = None;
                 let interrupted = {
                     let turn = session.run_turn(sub.id.clone(), text, events.clone());
@@ -80,6 +92,11 @@ async fn run(
                                     shutdown = Some(id);
                                     break true;
                                 }
+                                Some(Submission { id, op: Op::Steer { text } }) => {
+                                    if let Ok(mut waiting) = steers.lock() {
+                                        waiting.push_back((id, text));
+                                    }
+                                }
                                 Some(other) => queue.push_back(other),
                                 // Every submitter is gone: nobody can read the answer.
                                 None => break true,
@@ -88,36 +105,63 @@ async fn run(
                     }
                 };
                 if interrupted {
-                    let emitter = Emitter {
-                        tx: events.clone(),
-                        id: sub.id,
-                    };
                     session.end_turn(&emitter, TurnOutcome::Interrupted);
                 }
-                if let Some(id) = shutdown {
-                    let _ = events.send(Event {
+                // Steering that found no round boundary runs next, in the order it came.
+                let left: Vec<(SubmissionId, String)> = match steers.lock() {
+                    Ok(mut waiting) => waiting.drain(..).collect(),
+                    Err(_) => Vec::new(),
+                };
+                for (id, text) in left.into_iter().rev() {
+                    queue.push_front(Submission {
                         id,
-                        msg: EventMsg::ShutdownComplete,
+                        op: Op::UserInput { text },
                     });
+                }
+                if let Some(id) = shutdown {
+                    send(&events, id, EventMsg::ShutdownComplete);
                     break;
                 }
             }
-            Op::Interrupt => {
-                let _ = events.send(Event {
-                    id: sub.id,
-                    msg: EventMsg::Warning {
-                        message: "no turn is running; nothing to interrupt".into(),
-                    },
-                });
+            Op::Compact => {
+                if let Err(err) = session.compact_now(&emitter).await {
+                    emitter.emit(EventMsg::Error {
+                        message: format!("compaction failed: {err}"),
+                    });
+                }
             }
+            Op::NewSession => match session.start_new().await {
+                Ok(()) => {
+                    let configured = session.configured_event(sub.id);
+                    send(&events, configured.id, configured.msg);
+                }
+                Err(err) => emitter.emit(EventMsg::Error {
+                    message: format!("cannot start a new session: {err}"),
+                }),
+            },
+            Op::SetModel { provider } => match session.switch_model(provider.as_deref()) {
+                Ok(()) => emitter.emit(EventMsg::ModelChanged {
+                    provider: session.model().provider().to_owned(),
+                    model: session.model().model().to_owned(),
+                }),
+                Err(message) => emitter.emit(EventMsg::Error { message }),
+            },
+            Op::Configure { settings } => session.configure(settings),
+            Op::Interrupt => emitter.emit(EventMsg::Warning {
+                message: "no turn is running; nothing to interrupt".into(),
+            }),
             Op::Shutdown => {
-                let _ = events.send(Event {
-                    id: sub.id,
-                    msg: EventMsg::ShutdownComplete,
-                });
+                send(&events, sub.id, EventMsg::ShutdownComplete);
                 break;
             }
         }
     }
     session
+}
+
+/// Sends an event; a front end that went away is ignored.
+fn send(events: &UnboundedSender<Event>, id: SubmissionId, msg: EventMsg) {
+    if events.send(Event { id, msg }).is_err() {
+        tracing::debug!("an event was not delivered: the front end is gone");
+    }
 }

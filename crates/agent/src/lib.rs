@@ -5,21 +5,27 @@
 //! it does as protocol `Event`s. `spawn` wraps a session in the `Submission`/`Event` protocol
 //! that every front end speaks.
 
+mod archive;
+mod compact;
 mod dispatch;
 mod error;
 mod handle;
+mod history;
+mod meter;
 mod prompt;
 mod session;
 mod setup;
 mod textcalls;
 mod turn;
 
+pub use archive::ARCHIVE_DIR;
+pub use compact::NOTHING_TO_COMPACT;
 pub use error::AgentError;
 pub use handle::{AgentHandle, spawn};
 pub use prompt::NOTES_FILE;
 pub use reef_sandbox::{HelperCommand, SandboxPolicy};
 pub use reef_tools::ToolRegistry;
-pub use session::{Session, SessionOptions};
+pub use session::{ModelResolver, Session, SessionOptions};
 pub use setup::{
     DISABLED_WARNING, add_memory_tools, builtin_registry, builtin_tools, default_model,
     fallback_warning, memory, model_client, policy_from_config, prices, provider_settings,

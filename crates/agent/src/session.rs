@@ -1,15 +1,28 @@
 //! One conversation: its identity, history, model, tools and the store it is persisted in.
 
 use crate::error::AgentError;
+use crate::history::{self, Held};
+use crate::meter::ContextMeter;
 use crate::prompt;
-use reef_core::{Event, EventMsg, Message, ModelClient, SessionId, SubmissionId, Usage};
-use reef_store::{NewSession, Store};
+use reef_core::{
+    CompactionStrategy, Event, EventMsg, Message, ModelClient, ModelResponse, SessionId,
+    SubmissionId, TurnSettings, Usage,
+};
+use reef_store::{NewSession, NewUsage, Store};
 use reef_tools::ToolRegistry;
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
+
+/// Finds the model client for a configured provider name (`None`: the default model), for
+/// `Op::SetModel`; the error says what is wrong with the name.
+pub type ModelResolver =
+    Arc<dyn Fn(Option<&str>) -> Result<Arc<dyn ModelClient>, String> + Send + Sync>;
+
+/// Steering messages waiting for the next round boundary of the running turn.
+pub(crate) type SteerQueue = Arc<Mutex<VecDeque<(SubmissionId, String)>>>;
 
 /// Budgets and placement of a session, usually taken from `[agent]` in config.
 #[derive(Clone, Debug)]
@@ -43,6 +56,12 @@ pub struct SessionOptions {
     pub cost_budget_micros: Option<u64>,
     /// Prices that turn each request's usage into a cost.
     pub prices: Arc<reef_llm::Prices>,
+    /// Compact when the next request would pass this share of the model's window (0, 1].
+    pub compact_at: f64,
+    /// How the history is compacted.
+    pub compaction: CompactionStrategy,
+    /// Recent turns a compaction keeps verbatim (fewer when they do not fit).
+    pub keep_recent_turns: u32,
 }
 
 /// Progress of the turn in flight, kept on the session so an interrupted turn can still report it.
@@ -61,8 +80,13 @@ pub struct Session {
     pub(crate) tools: Arc<ToolRegistry>,
     pub(crate) store: Store,
     pub(crate) opts: SessionOptions,
-    pub(crate) history: Vec<Message>,
+    pub(crate) history: Vec<Held>,
     pub(crate) turn: TurnState,
+    pub(crate) meter: ContextMeter,
+    /// Long-term memory, where `archive` compaction saves what it replaces.
+    pub(crate) memory: Option<reef_store::Memory>,
+    pub(crate) models: Option<ModelResolver>,
+    pub(crate) steers: SteerQueue,
 }
 
 impl Session {
@@ -85,15 +109,30 @@ impl Session {
             })
             .await?;
         remember_secrets(&store, &tools, &opts).await?;
-        Ok(Session {
+        Ok(Session::assemble(id, model, tools, store, opts, Vec::new()))
+    }
+
+    fn assemble(
+        id: SessionId,
+        model: Arc<dyn ModelClient>,
+        tools: Arc<ToolRegistry>,
+        store: Store,
+        opts: SessionOptions,
+        history: Vec<Held>,
+    ) -> Session {
+        Session {
             id,
             model,
             tools,
             store,
             opts,
-            history: Vec::new(),
+            history,
             turn: TurnState::default(),
-        })
+            meter: ContextMeter::default(),
+            memory: None,
+            models: None,
+            steers: SteerQueue::default(),
+        }
     }
 
     /// Continues a stored session: its transcript becomes the history.
@@ -108,23 +147,56 @@ impl Session {
         if store.get_session(&id).await?.is_none() {
             return Err(AgentError::NoSuchSession(id));
         }
-        let history = store
-            .messages(&id)
-            .await?
-            .into_iter()
-            .map(|m| m.message)
-            .filter(|m| !matches!(m, Message::System { .. }))
-            .collect();
+        let messages = store.messages(&id).await?;
+        let compactions = store.compactions(&id).await?;
+        let history = history::rebuild(messages, &compactions);
         remember_secrets(&store, &tools, &opts).await?;
-        Ok(Session {
-            id,
-            model,
-            tools,
-            store,
-            opts,
-            history,
-            turn: TurnState::default(),
-        })
+        Ok(Session::assemble(id, model, tools, store, opts, history))
+    }
+
+    /// Starts a fresh session in the same workspace with the same model and tools (`/new`,
+    /// `reef agent reset`): a new transcript; notes and long-term memory stay.
+    pub async fn start_new(&mut self) -> Result<(), AgentError> {
+        let id = SessionId::new();
+        self.store
+            .create_session(NewSession {
+                id: id.clone(),
+                agent: Some(self.opts.agent.clone()),
+                workspace: self.opts.workspace.display().to_string(),
+                provider: self.model.provider().to_owned(),
+                model: self.model.model().to_owned(),
+            })
+            .await?;
+        self.id = id;
+        self.history.clear();
+        self.meter.forget_anchor();
+        Ok(())
+    }
+
+    /// Lets `Op::SetModel` find models by provider name.
+    pub fn set_model_resolver(&mut self, models: ModelResolver) {
+        self.models = Some(models);
+    }
+
+    /// Long-term memory for `archive` compaction.
+    pub fn set_memory(&mut self, memory: reef_store::Memory) {
+        self.memory = Some(memory);
+    }
+
+    /// Applies per-turn settings (`Op::Configure`).
+    pub fn configure(&mut self, settings: TurnSettings) {
+        self.opts.persona = settings.persona;
+        self.opts.max_rounds = settings.max_rounds.max(1);
+        self.opts.max_wall = Duration::from_secs(settings.max_wall_secs.max(1));
+        self.opts.token_budget = settings.token_budget;
+        self.opts.cost_budget_micros = settings.cost_budget_micros;
+    }
+
+    /// The context's current size in tokens (exact for a model that counts its own, else
+    /// estimated) and the model's window when known.
+    pub async fn context_size(&self) -> (u64, Option<u64>) {
+        let (_, measure) = self.next_request().await;
+        (measure.tokens, self.window())
     }
 
     pub fn id(&self) -> &SessionId {
@@ -144,10 +216,23 @@ impl Session {
     /// Switches the model for the following turns (`/model`).
     pub fn set_model(&mut self, model: Arc<dyn ModelClient>) {
         self.model = model;
+        self.meter.forget_anchor();
     }
 
-    pub fn history(&self) -> &[Message] {
-        &self.history
+    /// Switches to the configured provider `provider` (`None`: the default model) through
+    /// the resolver the front end set.
+    pub(crate) fn switch_model(&mut self, provider: Option<&str>) -> Result<(), String> {
+        let Some(models) = &self.models else {
+            return Err("this session cannot switch models (no provider list was given)".into());
+        };
+        let model = models(provider)?;
+        self.set_model(model);
+        Ok(())
+    }
+
+    /// The messages the next request carries after the system prompt.
+    pub fn history(&self) -> Vec<Message> {
+        self.history.iter().map(|h| h.message.clone()).collect()
     }
 
     pub fn options(&self) -> &SessionOptions {
@@ -173,17 +258,52 @@ impl Session {
 
     /// Writes a message to the store, then to the in-memory history.
     pub(crate) async fn persist(&mut self, message: Message) -> Result<(), AgentError> {
-        self.store.append_message(&self.id, &message).await?;
-        self.history.push(message);
+        let stored = self.store.append_message(&self.id, &message).await?;
+        self.history.push(Held::stored(stored.seq, message));
         Ok(())
     }
 
-    /// What the model is sent: the system prompt and the history, with any tool call left
-    /// without a result (a turn interrupted or killed mid-way) answered by an error result,
-    /// so the request stays valid for every wire API.
-    pub(crate) fn context(&self) -> Vec<Message> {
+    /// Records a model response's usage and cost, counts it against the turn and reports it.
+    pub(crate) async fn account(
+        &mut self,
+        response: &ModelResponse,
+        emitter: &Emitter,
+    ) -> Result<(), AgentError> {
+        self.turn.usage.add(&response.usage);
+        // The member of a failover chain that answered, else the client itself.
+        let provider = response
+            .served_by
+            .clone()
+            .unwrap_or_else(|| self.model.provider().to_owned());
+        let cost_micros = self
+            .opts
+            .prices
+            .cost_micros(&response.model, &response.usage);
+        self.turn.cost_micros += cost_micros.unwrap_or(0);
+        self.store
+            .record_usage(
+                &self.id,
+                &NewUsage {
+                    provider: provider.clone(),
+                    model: response.model.clone(),
+                    usage: response.usage,
+                    round: self.turn.rounds,
+                    cost_micros,
+                },
+            )
+            .await?;
+        emitter.emit(EventMsg::Usage {
+            provider,
+            model: response.model.clone(),
+            usage: response.usage,
+            cost_micros,
+        });
+        Ok(())
+    }
+
+    /// The system prompt: persona, base prompt and the workspace's notes.
+    pub(crate) fn system_message(&self) -> Message {
         let names = self.tools.names();
-        let mut out = Vec::with_capacity(self.history.len() + 1);
         let mut system = prompt::system_prompt(
             self.opts.persona.as_deref(),
             self.opts.system_prompt.as_deref(),
@@ -194,16 +314,24 @@ impl Session {
             system.push_str("\n\n");
             system.push_str(&notes);
         }
-        out.push(Message::system(system));
+        Message::system(system)
+    }
+
+    /// What the model is sent: the system prompt and the history, with any tool call left
+    /// without a result (a turn interrupted or killed mid-way) answered by an error result,
+    /// so the request stays valid for every wire API.
+    pub(crate) fn context(&self) -> Vec<Message> {
+        let mut out = Vec::with_capacity(self.history.len() + 1);
+        out.push(self.system_message());
         let answered: HashSet<&str> = self
             .history
             .iter()
-            .filter_map(|m| match m {
+            .filter_map(|h| match &h.message {
                 Message::Tool { call_id, .. } => Some(call_id.as_str()),
                 _ => None,
             })
             .collect();
-        for message in &self.history {
+        for message in self.history.iter().map(|h| &h.message) {
             out.push(message.clone());
             let Message::Assistant { tool_calls, .. } = message else {
                 continue;
@@ -233,10 +361,13 @@ pub(crate) struct Emitter {
 
 impl Emitter {
     pub fn emit(&self, msg: EventMsg) {
-        let _ = self.tx.send(Event {
+        let event = Event {
             id: self.id.clone(),
             msg,
-        });
+        };
+        if self.tx.send(event).is_err() {
+            tracing::trace!("an event was not delivered: the front end is gone");
+        }
     }
 }
 

@@ -31,13 +31,13 @@ pub fn provider_settings(provider: &ProviderConfig) -> ProviderSettings {
         retry_base: Duration::from_millis(provider.retry_base_ms),
         request_timeout: Duration::from_secs(provider.request_timeout_secs),
         max_output_tokens: provider.max_output_tokens,
+        context_tokens: provider.context_tokens,
         local: provider
             .model_path
             .clone()
             .map(|model_path| reef_llm::LocalModelSettings {
                 model_path,
                 threads: provider.threads,
-                context_tokens: provider.context_tokens,
             }),
     }
 }
@@ -176,6 +176,9 @@ pub fn session_options(config: &Config, workspace: PathBuf) -> SessionOptions {
         loop_limit: config.agent.loop_limit,
         cost_budget_micros: None,
         prices: prices(config),
+        compact_at: config.agent.compact_at,
+        compaction: config.agent.compaction,
+        keep_recent_turns: config.agent.keep_recent_turns,
     }
 }
 

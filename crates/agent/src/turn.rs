@@ -2,12 +2,13 @@
 
 use crate::dispatch;
 use crate::error::AgentError;
+use crate::meter;
 use crate::session::{Emitter, Session, TurnState};
 use crate::textcalls::parse_text_tool_calls;
 use reef_core::{
-    Event, EventMsg, Message, ModelRequest, StreamEvent, SubmissionId, ToolCall, TurnOutcome,
+    CompactionTrigger, Event, EventMsg, Message, ModelErrorKind, ModelRequest, ModelResponse,
+    StreamEvent, SubmissionId, ToolCall, TurnOutcome,
 };
-use reef_store::NewUsage;
 use std::collections::HashMap;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -67,52 +68,36 @@ impl Session {
         let mut seen: HashMap<(String, String), u32> = HashMap::new();
         while self.turn.rounds < max_rounds {
             self.turn.rounds += 1;
-            let request = ModelRequest {
-                messages: self.context(),
-                tools: self.tools.specs(),
-                max_output_tokens: None,
+            if self.turn.rounds > 1 {
+                self.take_steers(emitter).await?;
+            }
+            let request = match self.fitted_request(emitter).await? {
+                Fitted::Request(request) => request,
+                Fitted::Overflow { tokens, window } => {
+                    self.drop_current_turn(window).await?;
+                    return Ok(TurnOutcome::ContextOverflow { tokens, window });
+                }
             };
-            let delta_sink = emitter.clone();
-            let on_event = move |event: StreamEvent<'_>| match event {
-                StreamEvent::Text(text) => delta_sink.emit(EventMsg::ModelDelta {
-                    text: text.to_owned(),
-                }),
-                StreamEvent::Retrying { attempt, error } => delta_sink.emit(EventMsg::ModelRetry {
-                    attempt,
-                    error: error.to_string(),
-                }),
+            let response = match self.send(&request, emitter).await {
+                Err(AgentError::Model(err)) if err.kind == ModelErrorKind::ContextLength => {
+                    // The provider counts differently: compact and try once more.
+                    let before = self.meter.estimate(meter::request_chars(&request));
+                    let compacted = self
+                        .compact(CompactionTrigger::ContextLengthError, before, emitter)
+                        .await?;
+                    if compacted.is_none() {
+                        let window = self.window().unwrap_or(before);
+                        self.drop_current_turn(window).await?;
+                        return Ok(TurnOutcome::ContextOverflow {
+                            tokens: before,
+                            window,
+                        });
+                    }
+                    let (request, _) = self.next_request().await;
+                    self.send(&request, emitter).await?
+                }
+                other => other?,
             };
-            let response = self.model.complete(&request, &on_event).await?;
-
-            self.turn.usage.add(&response.usage);
-            // The member of a failover chain that answered, else the client itself.
-            let provider = response
-                .served_by
-                .clone()
-                .unwrap_or_else(|| self.model.provider().to_owned());
-            let cost_micros = self
-                .opts
-                .prices
-                .cost_micros(&response.model, &response.usage);
-            self.turn.cost_micros += cost_micros.unwrap_or(0);
-            self.store
-                .record_usage(
-                    &self.id,
-                    &NewUsage {
-                        provider: provider.clone(),
-                        model: response.model.clone(),
-                        usage: response.usage,
-                        round: self.turn.rounds,
-                        cost_micros,
-                    },
-                )
-                .await?;
-            emitter.emit(EventMsg::Usage {
-                provider,
-                model: response.model.clone(),
-                usage: response.usage,
-                cost_micros,
-            });
             let used = self.turn.usage.input_tokens + self.turn.usage.output_tokens;
 
             let (text, calls) = self.resolve_calls(response.content, response.tool_calls, emitter);
@@ -153,6 +138,72 @@ impl Session {
         Ok(TurnOutcome::MaxRounds { limit: max_rounds })
     }
 
+    /// The next request, compacted first when it would pass `compact_at` of the window;
+    /// `Overflow` when it cannot be made to fit.
+    async fn fitted_request(&mut self, emitter: &Emitter) -> Result<Fitted, AgentError> {
+        let (request, measure) = self.next_request().await;
+        let Some(window) = self.window() else {
+            return Ok(Fitted::Request(request));
+        };
+        let threshold = (window as f64 * self.opts.compact_at) as u64;
+        if measure.tokens <= threshold {
+            return Ok(Fitted::Request(request));
+        }
+        if self
+            .compact(CompactionTrigger::Threshold, measure.tokens, emitter)
+            .await?
+            .is_none()
+            && measure.tokens < window
+        {
+            // Nothing left to compact, but it still fits.
+            return Ok(Fitted::Request(request));
+        }
+        let (request, measure) = self.next_request().await;
+        if measure.tokens >= window {
+            return Ok(Fitted::Overflow {
+                tokens: measure.tokens,
+                window,
+            });
+        }
+        Ok(Fitted::Request(request))
+    }
+
+    /// Sends one request, streaming its text as events, and accounts for its usage.
+    async fn send(
+        &mut self,
+        request: &ModelRequest,
+        emitter: &Emitter,
+    ) -> Result<ModelResponse, AgentError> {
+        let delta_sink = emitter.clone();
+        let on_event = move |event: StreamEvent<'_>| match event {
+            StreamEvent::Text(text) => delta_sink.emit(EventMsg::ModelDelta {
+                text: text.to_owned(),
+            }),
+            StreamEvent::Retrying { attempt, error } => delta_sink.emit(EventMsg::ModelRetry {
+                attempt,
+                error: error.to_string(),
+            }),
+        };
+        let response = self.model.complete(request, &on_event).await?;
+        self.meter
+            .calibrate(meter::request_chars(request), response.usage.input_tokens);
+        self.account(&response, emitter).await?;
+        Ok(response)
+    }
+
+    /// Adds the steering messages that arrived since the last round as user messages.
+    async fn take_steers(&mut self, emitter: &Emitter) -> Result<(), AgentError> {
+        let steers: Vec<(SubmissionId, String)> = match self.steers.lock() {
+            Ok(mut queue) => queue.drain(..).collect(),
+            Err(_) => Vec::new(),
+        };
+        for (steer_id, text) in steers {
+            self.persist(Message::user(text.clone())).await?;
+            emitter.emit(EventMsg::Steered { steer_id, text });
+        }
+        Ok(())
+    }
+
     /// Native tool calls win; without them, calls written as text (by models without native
     /// tool calling) are recovered when they name a known tool.
     fn resolve_calls(
@@ -177,6 +228,12 @@ impl Session {
         });
         (rest, calls)
     }
+}
+
+/// The next request, or why it cannot be sent.
+enum Fitted {
+    Request(ModelRequest),
+    Overflow { tokens: u64, window: u64 },
 }
 
 /// Counts each call of the round under its name and normalised arguments; the first one seen

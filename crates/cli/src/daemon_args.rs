@@ -83,6 +83,20 @@ pub enum AgentCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Compact the agent's context now (after its running turn): older turns are replaced by
+    /// a summary (agent.compaction); the transcript keeps them.
+    Compact {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give the agent a fresh session (after its running turn): a new transcript; its
+    /// workspace, notes and long-term memory stay.
+    Reset {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Replace the agent's persona.
     Persona {
         name: String,

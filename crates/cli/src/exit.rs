@@ -6,7 +6,8 @@ pub const OK: u8 = 0;
 pub const RUNTIME: u8 = 1;
 /// Bad usage or configuration: fix the command line or the config file.
 pub const USAGE: u8 = 2;
-/// The model provider failed (unreachable, auth, rejected request) and the turn could not finish.
+/// The model provider failed (unreachable, auth, rejected request) and the turn could not finish,
+/// or the message does not fit the model's context window even after compaction.
 pub const MODEL: u8 = 3;
 /// The turn stopped on a budget (maximum rounds or wall-clock time) before a final answer.
 pub const BUDGET: u8 = 4;

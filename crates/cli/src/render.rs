@@ -1,7 +1,8 @@
 //! Turns protocol events into terminal output: streamed text on stdout, tool activity and
-//! summaries on stderr, or one JSON object per line with `--json`.
+//! summaries on stderr, or one JSON object per line with `--json`; and the one-line forms of
+//! a compaction and a token count that other commands share.
 
-use reef_core::{Event, EventMsg, TurnOutcome};
+use reef_core::{CompactionStrategy, Event, EventMsg, TurnOutcome};
 use std::io::Write;
 
 /// How events are shown.
@@ -96,6 +97,35 @@ impl Renderer {
                 self.close_line();
                 eprintln!("error: {message}");
             }
+            EventMsg::ContextCompacted {
+                strategy,
+                from_seq,
+                to_seq,
+                tokens_before,
+                tokens_after,
+                window,
+                ..
+            } => {
+                self.close_line();
+                self.streamed = false;
+                eprintln!(
+                    "[{}]",
+                    compaction_line(
+                        *strategy,
+                        (*from_seq, *to_seq),
+                        (*tokens_before, *tokens_after, *window)
+                    )
+                );
+            }
+            EventMsg::Steered { text, .. } => {
+                self.close_line();
+                self.streamed = false;
+                eprintln!("[steered: {}]", clip(text, 200));
+            }
+            EventMsg::ModelChanged { provider, model } => {
+                self.close_line();
+                eprintln!("[model: {provider} ({model})]");
+            }
             EventMsg::TurnEnded {
                 outcome,
                 rounds,
@@ -126,6 +156,13 @@ impl Renderer {
                             "stopped: `{tool}` was called {repeats} times with the same arguments"
                         )
                     }
+                    TurnOutcome::ContextOverflow { tokens, window } => format!(
+                        "stopped: with this message the request needs {} tokens, more than the \
+                         model's {}-token window; the message was left out of the context and \
+                         the session goes on",
+                        thousands(*tokens),
+                        thousands(*window)
+                    ),
                     TurnOutcome::Interrupted => "interrupted".to_owned(),
                     TurnOutcome::Failed { .. } => "failed".to_owned(),
                 };
@@ -151,6 +188,39 @@ impl Renderer {
     }
 }
 
+/// "context compacted (summarize): messages 2–40, 3,900 → 1,200 of 4,096 tokens".
+pub fn compaction_line(
+    strategy: CompactionStrategy,
+    (from_seq, to_seq): (u64, u64),
+    (before, after, window): (u64, u64, u64),
+) -> String {
+    let range = if from_seq == to_seq {
+        format!("message {from_seq}")
+    } else {
+        format!("messages {from_seq}–{to_seq}")
+    };
+    format!(
+        "context compacted ({}): {range}, {} → {} of {} tokens",
+        strategy.as_str(),
+        thousands(before),
+        thousands(after),
+        thousands(window)
+    )
+}
+
+/// `n` with a comma every three digits: 1234567 → "1,234,567".
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The first `max` characters of `text` on one line.
 pub fn clip(text: &str, max: usize) -> String {
     let one_line = text.replace('\n', " ⏎ ");
@@ -159,5 +229,30 @@ pub fn clip(text: &str, max: usize) -> String {
     } else {
         let head: String = one_line.chars().take(max).collect();
         format!("{head}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(4096), "4,096");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn a_compaction_reads_as_one_line() {
+        assert_eq!(
+            compaction_line(CompactionStrategy::Summarize, (2, 40), (3900, 1200, 4096)),
+            "context compacted (summarize): messages 2–40, 3,900 → 1,200 of 4,096 tokens"
+        );
+        assert_eq!(
+            compaction_line(CompactionStrategy::Truncate, (5, 5), (10, 2, 512)),
+            "context compacted (truncate): message 5, 10 → 2 of 512 tokens"
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! `[daemon]` and `[approvals]`: where `reef serve` listens, how many turns run at once, how
-//! much event history is kept, how long operator questions wait, and which shell commands
-//! need the operator's approval.
+//! much event history is kept, how long operator questions wait, what happens to a message
+//! that arrives mid-turn, and which shell commands need the operator's approval.
 
 use crate::error::ConfigError;
+use reef_core::QueueMode;
 use serde::Deserialize;
 use std::net::SocketAddr;
 
@@ -14,6 +15,8 @@ pub(crate) struct DaemonToml {
     pub event_history: Option<u64>,
     pub question_ttl_secs: Option<u64>,
     pub request_timeout_secs: Option<u64>,
+    /// A `reef_core::QueueMode` name, parsed in `resolve`.
+    pub queue_mode: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -36,6 +39,9 @@ pub struct DaemonConfig {
     pub question_ttl_secs: u64,
     /// Default time an agent waits for a reply to a request.
     pub request_timeout_secs: u64,
+    /// What happens to a message for an agent that is in the middle of a turn (default
+    /// followup: it runs as the next turn).
+    pub queue_mode: QueueMode,
 }
 
 /// Which shell commands wait for the operator.
@@ -91,12 +97,25 @@ pub(crate) fn resolve(
             ));
         }
     }
+    let queue_mode = match raw.queue_mode.as_deref() {
+        None => QueueMode::default(),
+        Some(name) => QueueMode::parse(name).ok_or_else(|| {
+            invalid(
+                "daemon.queue_mode",
+                format!(
+                    "unknown mode `{name}` (expected one of: {})",
+                    QueueMode::ALL.map(QueueMode::as_str).join(", ")
+                ),
+            )
+        })?,
+    };
     Ok(DaemonConfig {
         listen,
         max_concurrent_turns,
         event_history,
         question_ttl_secs,
         request_timeout_secs,
+        queue_mode,
     })
 }
 

@@ -140,6 +140,9 @@ max_rounds = 25
 max_wall_secs = 1800
 inline_output_chars = 2000
 loop_limit = 3
+compact_at = 0.75
+compaction = "summarize"
+keep_recent_turns = 4
 
 [daemon]
 listen = "127.0.0.1:7447"
@@ -147,6 +150,7 @@ max_concurrent_turns = 4
 event_history = 100000
 question_ttl_secs = 86400
 request_timeout_secs = 600
+queue_mode = "followup"
 
 [tools]
 shell_timeout_secs = 30

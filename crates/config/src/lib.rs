@@ -6,6 +6,7 @@
 //! A project file may not set keys that widen what tools can do or where credentials go
 //! (`sandbox.*`, `providers.*`, …) unless the user trusted its exact bytes with `reef trust`.
 
+mod agent;
 mod daemon;
 mod error;
 mod layers;
@@ -17,20 +18,23 @@ mod sandbox;
 mod secret;
 mod secrets;
 mod trust;
+mod windows;
 
+pub use agent::AgentConfig;
 pub use daemon::{ApprovalsConfig, DaemonConfig};
 pub use error::ConfigError;
 pub use layers::{LoadOptions, Origin};
 pub use memory::{DEFAULT_EMBEDDER, EmbedderChoice, MemoryConfig};
 pub use resolve::{
-    AgentConfig, Config, ConfigEntry, DEFAULT_LOCAL_MODEL, LOCAL_PROVIDER, ModelsConfig,
-    PriceConfig, ProviderConfig, ToolsConfig,
+    Config, ConfigEntry, DEFAULT_LOCAL_MODEL, LOCAL_PROVIDER, ModelsConfig, PriceConfig,
+    ProviderConfig, ToolsConfig,
 };
 pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,
 };
 pub use secret::Secret;
 pub use trust::{TRUST_FILE, TrustStatus, Trusted, TrustedFile, trust, trusted_files, untrust};
+pub use windows::default_context_tokens;
 
 /// The file name looked up in the home and the project directory.
 pub const CONFIG_FILE: &str = "reef.toml";

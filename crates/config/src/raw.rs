@@ -72,7 +72,8 @@ pub(crate) struct ProviderToml {
     pub model_path: Option<String>,
     /// `wire_api = "local"`: inference threads (default: the idle cores).
     pub threads: Option<u32>,
-    /// `wire_api = "local"`: the context window in tokens.
+    /// The context window in tokens (default: by wire API and model, see
+    /// `windows::default_context_tokens`).
     pub context_tokens: Option<u32>,
 }
 
@@ -91,6 +92,10 @@ pub(crate) struct AgentToml {
     pub inline_output_chars: Option<usize>,
     pub loop_limit: Option<u32>,
     pub system_prompt: Option<String>,
+    pub compact_at: Option<f64>,
+    /// A `reef_core::CompactionStrategy` name, parsed in `agent::resolve`.
+    pub compaction: Option<String>,
+    pub keep_recent_turns: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

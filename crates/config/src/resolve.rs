@@ -1,5 +1,6 @@
 //! The resolved configuration: typed values with defaults applied, validated as a whole.
 
+use crate::agent::AgentConfig;
 use crate::error::ConfigError;
 use crate::layers::{self, LoadOptions, Origin};
 use crate::raw::{self, ProviderToml};
@@ -30,7 +31,8 @@ pub struct ProviderConfig {
     pub model_path: Option<PathBuf>,
     /// `wire_api = "local"`: inference threads; None: the idle cores at load time.
     pub threads: Option<u32>,
-    /// `wire_api = "local"`: the context window in tokens (prompt plus reply).
+    /// The context window in tokens (prompt plus reply): `context_tokens`, or the default for
+    /// the wire API and model (`default_context_tokens`).
     pub context_tokens: u32,
 }
 
@@ -49,19 +51,6 @@ pub const DEFAULT_LOCAL_MODEL: &str = "qwen2.5-coder-1.5b-instruct";
 
 /// The provider name of the built-in local default.
 pub const LOCAL_PROVIDER: &str = "local";
-
-/// Budgets and behaviour of the turn engine.
-#[derive(Clone, Debug)]
-pub struct AgentConfig {
-    pub max_rounds: u32,
-    pub max_wall_secs: u64,
-    /// Tool outputs longer than this are saved to the workspace and previewed.
-    pub inline_output_chars: usize,
-    /// The same tool call (name and arguments) this many times in one turn stops the turn;
-    /// 0 turns loop detection off.
-    pub loop_limit: u32,
-    pub system_prompt: Option<String>,
-}
 
 /// Settings of the built-in tools.
 #[derive(Clone, Debug)]
@@ -214,7 +203,8 @@ impl Config {
         let daemon = crate::daemon::resolve(parsed.daemon.unwrap_or_default(), &origin_of)?;
         let approvals = crate::daemon::resolve_approvals(parsed.approvals.unwrap_or_default());
         let secrets = secrets::resolve(parsed.secrets, &opts.home, &origin_of)?;
-        let agent = parsed.agent.unwrap_or_default();
+        let agent =
+            crate::agent::resolve(parsed.agent.unwrap_or_default(), &providers, &origin_of)?;
         let tools = parsed.tools.unwrap_or_default();
         let store_path = PathBuf::from(
             parsed
@@ -240,13 +230,7 @@ impl Config {
             failover_cooldown_secs,
             prices,
             providers,
-            agent: AgentConfig {
-                max_rounds: agent.max_rounds.unwrap_or(25),
-                max_wall_secs: agent.max_wall_secs.unwrap_or(1800),
-                inline_output_chars: agent.inline_output_chars.unwrap_or(2000),
-                loop_limit: agent.loop_limit.unwrap_or(3),
-                system_prompt: agent.system_prompt,
-            },
+            agent,
             tools: ToolsConfig {
                 shell_timeout_secs: tools.shell_timeout_secs.unwrap_or(30),
                 max_shell_output_chars: tools.max_shell_output_chars.unwrap_or(10_000),
@@ -264,13 +248,6 @@ impl Config {
             files: merged.files,
             entries: Vec::new(),
         };
-        if config.agent.max_rounds == 0 {
-            return Err(ConfigError::Invalid {
-                origin: origin_of("agent.max_rounds"),
-                key: "agent.max_rounds".into(),
-                message: "must be at least 1".into(),
-            });
-        }
         config.entries = entries(&merged.table, &merged.origins, &config, &opts.env);
         Ok(config)
     }
@@ -389,7 +366,6 @@ fn resolve_provider(
     };
     local_only("model_path", p.model_path.is_some())?;
     local_only("threads", p.threads.is_some())?;
-    local_only("context_tokens", p.context_tokens.is_some())?;
     if wire_api == WireApi::Local {
         if p.base_url.is_some() {
             return Err(ConfigError::Invalid {
@@ -405,15 +381,8 @@ fn resolve_provider(
                 message: "must be at least 1 (leave it out to use the idle cores)".into(),
             });
         }
-        let context_tokens = p.context_tokens.unwrap_or(8192);
-        if !(512..=1_048_576).contains(&context_tokens) {
-            return Err(ConfigError::Invalid {
-                origin: origin_of(&format!("providers.{name}.context_tokens")),
-                key: format!("providers.{name}.context_tokens"),
-                message: format!("{context_tokens} is out of range (512..=1048576)"),
-            });
-        }
         let model = p.model.unwrap_or_else(|| DEFAULT_LOCAL_MODEL.to_owned());
+        let context_tokens = context_tokens(name, wire_api, &model, p.context_tokens, origin_of)?;
         let model_path = match p.model_path {
             Some(path) => {
                 let path = PathBuf::from(path);
@@ -455,6 +424,7 @@ fn resolve_provider(
     let model = p
         .model
         .ok_or_else(|| missing("model", "a model name such as \"gpt-4o-mini\""))?;
+    let context_tokens = context_tokens(name, wire_api, &model, p.context_tokens, origin_of)?;
     let api_key = p
         .api_key_env
         .as_ref()
@@ -475,8 +445,36 @@ fn resolve_provider(
         max_output_tokens: p.max_output_tokens.unwrap_or(4096),
         model_path: None,
         threads: None,
-        context_tokens: 0,
+        context_tokens,
     })
+}
+
+/// `providers.NAME.context_tokens`: the given window, range-checked, or the default for the
+/// wire API and model.
+fn context_tokens(
+    name: &str,
+    wire_api: WireApi,
+    model: &str,
+    given: Option<u32>,
+    origin_of: &dyn Fn(&str) -> String,
+) -> Result<u32, ConfigError> {
+    let Some(tokens) = given else {
+        return Ok(crate::windows::default_context_tokens(wire_api, model));
+    };
+    let range = crate::windows::CONTEXT_TOKENS_RANGE;
+    if !range.contains(&tokens) {
+        let key = format!("providers.{name}.context_tokens");
+        return Err(ConfigError::Invalid {
+            origin: origin_of(&key),
+            key,
+            message: format!(
+                "{tokens} is out of range ({}..={})",
+                range.start(),
+                range.end()
+            ),
+        });
+    }
+    Ok(tokens)
 }
 
 fn entries(
@@ -518,6 +516,7 @@ fn entries(
             PROVIDER_DEFAULTS
                 .iter()
                 .map(|(k, v)| (*k, (*v).to_owned()))
+                .chain([("context_tokens", provider.context_tokens.to_string())])
                 .collect()
         };
         for (field, value) in defaults {

@@ -238,6 +238,36 @@ impl Capabilities {
     }
 }
 
+/// What happens to a message that arrives for an agent while it is in the middle of a turn
+/// (`daemon.queue_mode`, overridable per template).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueMode {
+    /// It waits and runs as the next turn.
+    #[default]
+    Followup,
+    /// It is added to the running turn at the next round boundary, as a user message.
+    Steer,
+    /// Everything that waits is merged into one next turn.
+    Collect,
+}
+
+impl QueueMode {
+    pub const ALL: [QueueMode; 3] = [QueueMode::Followup, QueueMode::Steer, QueueMode::Collect];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueMode::Followup => "followup",
+            QueueMode::Steer => "steer",
+            QueueMode::Collect => "collect",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<QueueMode> {
+        QueueMode::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,9 @@ pub mod secret;
 pub mod tool;
 pub mod usage;
 
-pub use agent::{AGENT_STATES, AgentState, Budget, Capabilities, DEFAULT_AGENT, InvalidTransition};
+pub use agent::{
+    AGENT_STATES, AgentState, Budget, Capabilities, DEFAULT_AGENT, InvalidTransition, QueueMode,
+};
 pub use embed::{Embedder, normalize};
 pub use ids::{AgentId, SessionId, SubmissionId, ToolCallId};
 pub use message::{Message, Role};
@@ -22,7 +24,10 @@ pub use model::{
     ModelClient, ModelError, ModelErrorKind, ModelRequest, ModelResponse, OnDelta, OnStream,
     StopReason, StreamEvent, WireApi,
 };
-pub use protocol::{Event, EventMsg, Op, Submission, TurnOutcome};
+pub use protocol::{
+    CompactionStrategy, CompactionTrigger, Event, EventMsg, Op, Submission, TurnOutcome,
+    TurnSettings,
+};
 pub use secret::{SecretFingerprint, SecretSource, SecretSpec};
 pub use tool::{Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec};
 pub use usage::Usage;

@@ -216,6 +216,19 @@ pub trait ModelClient: Send + Sync {
     /// The model name requested from the provider.
     fn model(&self) -> &str;
 
+    /// The context window in tokens (prompt plus reply), when known; a session compacts its
+    /// history to stay inside it.
+    fn context_tokens(&self) -> Option<u32> {
+        None
+    }
+
+    /// Exactly how many tokens `request` takes as a prompt, for a client that can count them
+    /// (the embedded model, with its own tokenizer and chat template); `None` makes the
+    /// session estimate from the usage the provider reports.
+    async fn count_tokens(&self, _request: &ModelRequest) -> Option<u64> {
+        None
+    }
+
     /// Sends one request. Streamed text and retries are reported to `on_event` as they happen;
     /// the assembled reply is returned at the end. Retries on retryable errors happen inside.
     async fn complete(

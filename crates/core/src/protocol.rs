@@ -19,10 +19,88 @@ pub struct Submission {
 pub enum Op {
     /// Run a turn with this user input.
     UserInput { text: String },
+    /// A message for the turn in progress: the model sees it as a user message at the next
+    /// round boundary (before its next request). With no turn running, or when the turn ends
+    /// before another round, it runs as the next turn.
+    Steer { text: String },
+    /// Compact the history now, with the configured strategy (`/compact`).
+    Compact,
+    /// Start a fresh session in the same workspace (`/new`): a new transcript; notes and
+    /// long-term memory are kept. Answered by `SessionConfigured`.
+    NewSession,
+    /// Use the configured provider `provider` (`None`: the default model) from the next
+    /// request on. Answered by `ModelChanged`, or an `Error` naming what is wrong.
+    SetModel { provider: Option<String> },
+    /// Replace the per-turn settings for the following turns (a daemon agent's persona and
+    /// what is left of its budgets).
+    Configure { settings: TurnSettings },
     /// Cancel the turn in progress (Ctrl-C). The session stays usable.
     Interrupt,
     /// Finish the session: no more submissions are accepted.
     Shutdown,
+}
+
+/// Settings a front end may change between turns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnSettings {
+    /// Who the agent is, put before the system prompt.
+    pub persona: Option<String>,
+    /// Model requests per turn.
+    pub max_rounds: u32,
+    /// Wall-clock budget of one turn, in seconds.
+    pub max_wall_secs: u64,
+    /// Tokens the turn may use; `None` is unlimited.
+    pub token_budget: Option<u64>,
+    /// Millionths of a US dollar the turn may spend; `None` is unlimited.
+    pub cost_budget_micros: Option<u64>,
+}
+
+/// How a session shrinks its history when the context fills up (`agent.compaction`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionStrategy {
+    /// The model summarizes the middle of the conversation; the first user message and the
+    /// recent turns stay verbatim.
+    Summarize,
+    /// The oldest turns after the first user message are dropped from the context.
+    Truncate,
+    /// Like `Summarize`, and the replaced messages are written to the workspace's
+    /// `memory/YYYY-MM-DD.md` and to long-term memory.
+    Archive,
+}
+
+impl CompactionStrategy {
+    pub const ALL: [CompactionStrategy; 3] = [
+        CompactionStrategy::Summarize,
+        CompactionStrategy::Truncate,
+        CompactionStrategy::Archive,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactionStrategy::Summarize => "summarize",
+            CompactionStrategy::Truncate => "truncate",
+            CompactionStrategy::Archive => "archive",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CompactionStrategy> {
+        CompactionStrategy::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+    }
+}
+
+/// Why a compaction ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionTrigger {
+    /// The next request would have passed `agent.compact_at` of the window.
+    Threshold,
+    /// The provider answered that the context is too long.
+    ContextLengthError,
+    /// Asked for (`/compact`, `reef agent compact`).
+    Manual,
 }
 
 /// Something that happened in a session, tagged with the submission that caused it.
@@ -84,6 +162,33 @@ pub enum EventMsg {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_micros: Option<u64>,
     },
+    /// The history was compacted: stored messages `from_seq..=to_seq` are replaced in the
+    /// context (the transcript keeps them all).
+    ContextCompacted {
+        strategy: CompactionStrategy,
+        trigger: CompactionTrigger,
+        from_seq: u64,
+        to_seq: u64,
+        /// Estimated context size before and after, in tokens.
+        tokens_before: u64,
+        tokens_after: u64,
+        /// The window the sizes are measured against.
+        window: u64,
+        /// The summary that replaced them (`None` for `truncate`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+    },
+    /// A steering message (`Op::Steer`) was added to the running turn as a user message.
+    Steered {
+        /// The submission that carried it.
+        steer_id: SubmissionId,
+        text: String,
+    },
+    /// `Op::SetModel` took effect.
+    ModelChanged {
+        provider: String,
+        model: String,
+    },
     /// A problem that did not end the turn (a retry, a tool-call parse fallback, …).
     Warning {
         message: String,
@@ -118,6 +223,10 @@ pub enum TurnOutcome {
     CostExceeded { limit_micros: u64, used_micros: u64 },
     /// The model repeated the same tool call with the same arguments `repeats` times.
     LoopDetected { tool: String, repeats: u32 },
+    /// The context did not fit the model's window even after compaction (a single message
+    /// too large for it): the turn's messages are left out of later requests, so the
+    /// session goes on with the next message.
+    ContextOverflow { tokens: u64, window: u64 },
     /// The user interrupted the turn.
     Interrupted,
     /// The model could not be reached or kept failing.

@@ -86,6 +86,10 @@ impl ModelClient for AnthropicClient {
         &self.transport.settings.model
     }
 
+    fn context_tokens(&self) -> Option<u32> {
+        Some(self.transport.settings.context_tokens)
+    }
+
     async fn complete(
         &self,
         request: &ModelRequest,

@@ -37,7 +37,7 @@ fn local_client(settings: ProviderSettings) -> Result<Arc<dyn ModelClient>, LlmE
         model: settings.model.clone(),
         model_path: local.model_path,
         threads: local.threads,
-        context_tokens: local.context_tokens,
+        context_tokens: settings.context_tokens,
         max_output_tokens: settings.max_output_tokens,
     });
     Ok(Arc::new(client))

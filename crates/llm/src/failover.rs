@@ -72,6 +72,12 @@ impl ModelClient for FailoverClient {
         self.members.first().map_or("", |m| m.model())
     }
 
+    /// The smallest window of the members that know theirs: whichever member serves, the
+    /// history fits.
+    fn context_tokens(&self) -> Option<u32> {
+        self.members.iter().filter_map(|m| m.context_tokens()).min()
+    }
+
     async fn complete(
         &self,
         request: &ModelRequest,

@@ -96,6 +96,10 @@ impl ModelClient for OllamaClient {
         &self.transport.settings.model
     }
 
+    fn context_tokens(&self) -> Option<u32> {
+        Some(self.transport.settings.context_tokens)
+    }
+
     async fn complete(
         &self,
         request: &ModelRequest,
@@ -184,7 +188,8 @@ impl Lines {
 }
 
 /// The JSON request body: messages with tool-call arguments as objects, tools as functions,
-/// `options.num_predict` when the request limits output.
+/// `options.num_ctx` (the configured window, so Ollama's context is the one reef tracks; its
+/// own default is small) and `options.num_predict` when the request limits output.
 pub(crate) fn request_body(settings: &ProviderSettings, request: &ModelRequest) -> Value {
     let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
     let mut body = json!({
@@ -192,8 +197,9 @@ pub(crate) fn request_body(settings: &ProviderSettings, request: &ModelRequest) 
         "messages": messages,
         "stream": settings.stream,
     });
+    body["options"] = json!({"num_ctx": settings.context_tokens});
     if let Some(max) = request.max_output_tokens {
-        body["options"] = json!({"num_predict": max});
+        body["options"]["num_predict"] = json!(max);
     }
     if !request.tools.is_empty() {
         body["tools"] = request
@@ -275,6 +281,7 @@ mod tests {
         );
         assert_eq!(body["messages"][2]["tool_name"], "list_dir");
         assert_eq!(body["options"]["num_predict"], 64);
+        assert_eq!(body["options"]["num_ctx"], 8192);
         assert_eq!(body["tools"][0]["function"]["name"], "list_dir");
     }
 }

@@ -27,7 +27,11 @@ pub struct ProviderSettings {
     /// `max_tokens` for Anthropic, which requires it (default 4096); the reply limit of a
     /// local model.
     pub max_output_tokens: u32,
-    /// `WireApi::Local`: the GGUF file, threads (None: idle cores) and context window.
+    /// The model's context window in tokens, prompt plus reply (default 8192): what the
+    /// client reports as `ModelClient::context_tokens`, sent to Ollama as `num_ctx`, and the
+    /// size of a local model's context.
+    pub context_tokens: u32,
+    /// `WireApi::Local`: the GGUF file and threads (None: idle cores).
     pub local: Option<LocalModelSettings>,
 }
 
@@ -36,7 +40,6 @@ pub struct ProviderSettings {
 pub struct LocalModelSettings {
     pub model_path: std::path::PathBuf,
     pub threads: Option<u32>,
-    pub context_tokens: u32,
 }
 
 impl Default for ProviderSettings {
@@ -52,6 +55,7 @@ impl Default for ProviderSettings {
             retry_base: Duration::from_millis(500),
             request_timeout: Duration::from_secs(120),
             max_output_tokens: 4096,
+            context_tokens: 8192,
             local: None,
         }
     }
@@ -78,6 +82,7 @@ impl fmt::Debug for ProviderSettings {
             .field("retry_base", &self.retry_base)
             .field("request_timeout", &self.request_timeout)
             .field("max_output_tokens", &self.max_output_tokens)
+            .field("context_tokens", &self.context_tokens)
             .field("local", &self.local)
             .finish()
     }

@@ -24,6 +24,7 @@ pub struct LocalSettings {
     pub model_path: PathBuf,
     /// Inference threads; None: the idle cores at load time.
     pub threads: Option<u32>,
+    /// The context window in tokens (prompt plus reply).
     pub context_tokens: u32,
     pub max_output_tokens: u32,
 }
@@ -160,6 +161,31 @@ impl ModelClient for LocalClient {
 
     fn model(&self) -> &str {
         &self.settings.model
+    }
+
+    fn context_tokens(&self) -> Option<u32> {
+        Some(self.settings.context_tokens)
+    }
+
+    /// Exact: the request is rendered and tokenized on the inference thread just as for
+    /// generation (nothing is decoded). Loads the model if needed; `None` on any failure.
+    async fn count_tokens(&self, request: &ModelRequest) -> Option<u64> {
+        let engine = match self.engine().await {
+            Ok(engine) => engine,
+            Err(e) => {
+                tracing::debug!(provider = %self.settings.provider, error = %e, "cannot count tokens");
+                return None;
+            }
+        };
+        let counted = match engine.count(request.clone()) {
+            Ok(reply) => reply.await.unwrap_or(Err(LocalError::Stopped)),
+            Err(e) => Err(e),
+        };
+        counted
+            .inspect_err(|e| {
+                tracing::debug!(provider = %self.settings.provider, error = %e, "cannot count tokens");
+            })
+            .ok()
     }
 
     async fn complete(

@@ -1,6 +1,7 @@
 //! The inference thread: owns one loaded GGUF model and its context, renders prompts with the
 //! model's chat template, decodes only what the KV cache does not already hold, and samples a
 //! reply (greedy, under the tool grammar when tools are offered), streaming text as it comes.
+//! It also counts a request's prompt tokens exactly, with the same template and tokenizer.
 
 use crate::error::LocalError;
 use crate::template::ChatTemplate;
@@ -22,6 +23,7 @@ use std::sync::OnceLock;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::oneshot;
 
 /// Tokens decoded per `llama_decode` call while reading a prompt.
 const BATCH: usize = 512;
@@ -59,7 +61,18 @@ pub enum EngineEvent {
     Done(Result<Generation, LocalError>),
 }
 
-struct Job {
+/// Work for the inference thread, done one job at a time in arrival order.
+enum Job {
+    /// Generate a reply.
+    Generate(GenerateJob),
+    /// Count the prompt tokens of a request (render and tokenize; nothing is decoded).
+    Count {
+        request: ModelRequest,
+        reply: oneshot::Sender<Result<u64, LocalError>>,
+    },
+}
+
+struct GenerateJob {
     request: ModelRequest,
     max_output_tokens: u32,
     events: UnboundedSender<EngineEvent>,
@@ -104,12 +117,25 @@ impl Engine {
         events: UnboundedSender<EngineEvent>,
     ) -> Result<(), LocalError> {
         self.jobs
-            .send(Job {
+            .send(Job::Generate(GenerateJob {
                 request,
                 max_output_tokens,
                 events,
-            })
+            }))
             .map_err(|_| LocalError::Stopped)
+    }
+
+    /// Queues a count of `request`'s prompt tokens (after any generation queued before it);
+    /// the result arrives on the returned receiver.
+    pub fn count(
+        &self,
+        request: ModelRequest,
+    ) -> Result<oneshot::Receiver<Result<u64, LocalError>>, LocalError> {
+        let (reply, receiver) = oneshot::channel();
+        self.jobs
+            .send(Job::Count { request, reply })
+            .map_err(|_| LocalError::Stopped)?;
+        Ok(receiver)
     }
 }
 
@@ -193,17 +219,28 @@ fn run(
         batch: LlamaBatch::new(BATCH, 1),
     };
     while let Ok(job) = jobs.recv() {
-        if job.events.is_closed() {
-            // Cancelled while it waited for its turn.
-            continue;
+        match job {
+            Job::Generate(job) => {
+                if job.events.is_closed() {
+                    // Cancelled while it waited for its turn.
+                    continue;
+                }
+                let result = session.generate(&mut ctx, &job);
+                if result.is_err() {
+                    // A failed decode may leave the cache in any state: start clean next time.
+                    session.cached.clear();
+                    ctx.clear_kv_cache();
+                }
+                let _ = job.events.send(EngineEvent::Done(result));
+            }
+            Job::Count { request, reply } => {
+                if reply.is_closed() {
+                    continue;
+                }
+                let count = session.prompt_tokens(&request).map(|t| t.len() as u64);
+                let _ = reply.send(count);
+            }
         }
-        let result = session.generate(&mut ctx, &job);
-        if result.is_err() {
-            // A failed decode may leave the cache in any state: start clean next time.
-            session.cached.clear();
-            ctx.clear_kv_cache();
-        }
-        let _ = job.events.send(EngineEvent::Done(result));
     }
 }
 
@@ -216,24 +253,31 @@ struct Session<'m> {
 }
 
 impl Session<'_> {
-    fn generate(
-        &mut self,
-        ctx: &mut LlamaContext<'_>,
-        job: &Job,
-    ) -> Result<Generation, LocalError> {
-        let request = &job.request;
+    /// The prompt tokens of `request`: rendered with the chat template and its tools, then
+    /// tokenized (special tokens parsed, no BOS added: the template writes its own). Exactly
+    /// what `generate` feeds the model.
+    fn prompt_tokens(&self, request: &ModelRequest) -> Result<Vec<LlamaToken>, LocalError> {
         let prompt = self
             .template
             .render(&request.messages, &request.tools)
             .map_err(|e| LocalError::Template(e.to_string()))?;
         tracing::trace!(%prompt, "rendered prompt");
         let tokens = self.model.vocab().tokenize(prompt.as_bytes(), false, true);
-        let n_ctx = ctx.n_ctx() as usize;
         if tokens.is_empty() {
             return Err(LocalError::Template(
                 "the chat template rendered an empty prompt".into(),
             ));
         }
+        Ok(tokens)
+    }
+
+    fn generate(
+        &mut self,
+        ctx: &mut LlamaContext<'_>,
+        job: &GenerateJob,
+    ) -> Result<Generation, LocalError> {
+        let tokens = self.prompt_tokens(&job.request)?;
+        let n_ctx = ctx.n_ctx() as usize;
         if tokens.len() >= n_ctx {
             return Err(LocalError::ContextLength {
                 prompt_tokens: tokens.len(),
@@ -302,7 +346,7 @@ impl Session<'_> {
     fn sample_reply(
         &mut self,
         ctx: &mut LlamaContext<'_>,
-        job: &Job,
+        job: &GenerateJob,
         mut last_index: i32,
     ) -> Result<(String, StopReason, u64), LocalError> {
         let n_ctx = ctx.n_ctx() as usize;

@@ -224,6 +224,27 @@ impl Runtime {
         Ok(agent)
     }
 
+    /// Compacts the agent's session now (after its running turn, if any), with the
+    /// configured strategy. Answers with the compaction; `Conflict` when there is nothing
+    /// to compact.
+    pub async fn compact_agent(&self, name: &str) -> Result<reef_core::EventMsg, RuntimeError> {
+        let agent = self.agent(name).await?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.control(&agent.id, crate::worker::Control::Compact(tx))?;
+        rx.await.map_err(|_| RuntimeError::ShuttingDown)?
+    }
+
+    /// Gives the agent a fresh session (after its running turn, if any): a new transcript
+    /// from the next message on; its notes, workspace and long-term memory stay.
+    pub async fn reset_agent(&self, name: &str) -> Result<reef_core::SessionId, RuntimeError> {
+        let agent = self.agent(name).await?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.control(&agent.id, crate::worker::Control::Reset(tx))?;
+        let session = rx.await.map_err(|_| RuntimeError::ShuttingDown)??;
+        self.inner.bus.poke();
+        Ok(session)
+    }
+
     /// Replaces the agent's persona from its next turn on.
     pub async fn set_agent_persona(
         &self,

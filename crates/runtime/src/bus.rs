@@ -77,7 +77,9 @@ async fn pump(store: Store, tx: broadcast::Sender<StoredEvent>, poke: Arc<Notify
             after = last.seq;
             for event in batch {
                 // No subscriber is not an error: the history keeps the event.
-                let _ = tx.send(event);
+                if tx.send(event).is_err() {
+                    tracing::trace!("no subscriber for an event");
+                }
             }
         }
     }

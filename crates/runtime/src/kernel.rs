@@ -5,7 +5,7 @@
 use crate::bus::Bus;
 use crate::error::RuntimeError;
 use crate::templates::Templates;
-use crate::worker::{self, WorkerHandle};
+use crate::worker::{self, Control, WorkerHandle};
 use reef_agent::{HelperCommand, SandboxPolicy};
 use reef_config::Config;
 use reef_core::{AgentId, ModelClient};
@@ -13,6 +13,7 @@ use reef_security::CommandRules;
 use reef_store::{AgentRecord, Store};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
@@ -50,6 +51,8 @@ pub(crate) struct Inner {
     pub shutdown: watch::Sender<bool>,
     pub in_flight: crate::questions::InFlight,
     pub background: Mutex<Vec<JoinHandle<()>>>,
+    /// Events that could not be written to the history (logged when it happened).
+    pub lost_events: AtomicU64,
 }
 
 /// What a start found and repaired.
@@ -105,6 +108,7 @@ impl Runtime {
                 shutdown,
                 in_flight: crate::questions::InFlight::default(),
                 background: Mutex::new(vec![pump]),
+                lost_events: AtomicU64::new(0),
             }),
         };
         let expiry = tokio::spawn(crate::expiry::run(Arc::downgrade(&runtime.inner)));
@@ -178,19 +182,28 @@ impl Runtime {
             lock(&self.inner.workers).drain().map(|(_, w)| w).collect();
         for worker in workers {
             worker.stop();
-            let _ = worker.task.await;
+            join_worker(worker).await;
         }
-        let _ = self
+        if let Err(err) = self
             .inner
             .store
             .append_event("daemon.stopped", None, serde_json::json!({}))
-            .await;
+            .await
+        {
+            self.inner.lost_events.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(error = %err, "cannot record the daemon's stop");
+        }
         self.inner.bus.poke();
         // Let the pump publish the last events before it is stopped.
         tokio::task::yield_now().await;
         for task in lock(&self.inner.background).drain(..) {
             task.abort();
         }
+    }
+
+    /// Events that could not be written to the history since the daemon started.
+    pub fn lost_events(&self) -> u64 {
+        self.inner.lost_events.load(Ordering::Relaxed)
     }
 
     /// Wakes the agent's worker, starting it if it has none.
@@ -211,12 +224,31 @@ impl Runtime {
         workers.insert(agent.clone(), handle);
     }
 
+    /// Hands an operator command to the agent's worker, starting one if it has none.
+    pub(crate) fn control(&self, agent: &AgentId, command: Control) -> Result<(), RuntimeError> {
+        let mut workers = lock(&self.inner.workers);
+        if *self.inner.shutdown.borrow() {
+            return Err(RuntimeError::ShuttingDown);
+        }
+        let command = match workers.get(agent) {
+            Some(worker) if !worker.task.is_finished() => match worker.control(command) {
+                Ok(()) => return Ok(()),
+                Err(command) => command,
+            },
+            _ => command,
+        };
+        let handle = worker::start(Arc::downgrade(&self.inner), agent.clone());
+        let sent = handle.control(command);
+        workers.insert(agent.clone(), handle);
+        sent.map_err(|_| RuntimeError::ShuttingDown)
+    }
+
     /// Stops the agent's worker (a running turn is interrupted) and waits for it.
     pub(crate) async fn stop_worker(&self, agent: &AgentId) {
         let worker = lock(&self.inner.workers).remove(agent);
         if let Some(worker) = worker {
             worker.stop();
-            let _ = worker.task.await;
+            join_worker(worker).await;
         }
     }
 
@@ -247,6 +279,14 @@ impl Runtime {
         weak.upgrade()
             .map(|inner| Runtime { inner })
             .ok_or(RuntimeError::ShuttingDown)
+    }
+}
+
+/// Waits for a stopped worker; a worker that panicked is logged (its messages stay claimed
+/// until the next start releases them).
+async fn join_worker(worker: WorkerHandle) {
+    if let Err(err) = worker.task.await {
+        tracing::error!(error = %err, "an agent worker ended abnormally");
     }
 }
 

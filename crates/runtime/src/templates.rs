@@ -36,6 +36,8 @@ pub struct Template {
     pub capabilities: Capabilities,
     pub budget: Budget,
     pub sandbox: SandboxOverrides,
+    /// What happens to messages that arrive mid-turn; `None` uses `daemon.queue_mode`.
+    pub queue_mode: Option<reef_core::QueueMode>,
     pub source: TemplateSource,
 }
 
@@ -193,6 +195,8 @@ struct TemplateToml {
     budget: Budget,
     #[serde(default)]
     sandbox: SandboxToml,
+    #[serde(default)]
+    queue_mode: Option<reef_core::QueueMode>,
 }
 
 #[derive(Default, Deserialize)]
@@ -261,6 +265,7 @@ fn parse(name: &str, text: &str, source: TemplateSource) -> Result<Template, Tem
             memory_bytes,
             max_processes: raw.sandbox.max_processes,
         },
+        queue_mode: raw.queue_mode,
         source,
     })
 }

@@ -1,6 +1,7 @@
 //! The API's request and response bodies. They derive `JsonSchema`, which is how the OpenAPI
 //! document describes them; store records are converted here so the wire shape is stable.
 
+use reef_core::EventMsg;
 use reef_store::{AgentRecord, InboxMessage, PendingItem, RoomRecord, StoredEvent, StoredMessage};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -110,6 +111,68 @@ pub struct SentView {
     pub duplicate: bool,
     /// For a request: poll `GET /v1/questions/{id}` or watch `request.answered` events.
     pub request_id: Option<String>,
+}
+
+/// What `POST /v1/agents/{name}/compact` replaced.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CompactionView {
+    pub agent: String,
+    /// summarize, truncate or archive.
+    pub strategy: String,
+    /// manual (asked for), threshold or context_length_error.
+    pub trigger: String,
+    /// The stored messages `from_seq..=to_seq` are replaced in the context (the transcript
+    /// keeps them).
+    pub from_seq: u64,
+    pub to_seq: u64,
+    /// Estimated context size before and after, in tokens.
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    /// The model's context window, in tokens.
+    pub window: u64,
+    /// What replaced them; null when they were dropped (truncate).
+    pub summary: Option<String>,
+}
+
+impl CompactionView {
+    /// The view of a `ContextCompacted` event; `None` for any other.
+    pub fn from_event(agent: &str, msg: EventMsg) -> Option<CompactionView> {
+        let EventMsg::ContextCompacted {
+            strategy,
+            trigger,
+            from_seq,
+            to_seq,
+            tokens_before,
+            tokens_after,
+            window,
+            summary,
+        } = msg
+        else {
+            return None;
+        };
+        Some(CompactionView {
+            agent: agent.to_owned(),
+            strategy: strategy.as_str().to_owned(),
+            trigger: serde_json::to_value(trigger)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            from_seq,
+            to_seq,
+            tokens_before,
+            tokens_after,
+            window,
+            summary,
+        })
+    }
+}
+
+/// What `POST /v1/agents/{name}/reset` started.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ResetView {
+    pub agent: String,
+    /// The new session's id; the agent's next message starts its transcript.
+    pub session: String,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]

@@ -148,6 +148,29 @@ pub async fn set_model(
     ))
 }
 
+pub async fn compact_agent(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Api<CompactionView> {
+    let msg = s.runtime.compact_agent(&name).await?;
+    CompactionView::from_event(&name, msg)
+        .map(Json)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the compaction was not reported",
+            )
+        })
+}
+
+pub async fn reset_agent(State(s): State<AppState>, Path(name): Path<String>) -> Api<ResetView> {
+    let session = s.runtime.reset_agent(&name).await?;
+    Ok(Json(ResetView {
+        agent: name,
+        session: session.to_string(),
+    }))
+}
+
 pub async fn set_persona(
     State(s): State<AppState>,
     Path(name): Path<String>,

@@ -1,6 +1,6 @@
-//! reef-store: reef's persistence: SQLite (WAL) with migrations for sessions, messages, model
-//! usage, durable agents, their inboxes, the event history and long-term memory (chunked,
-//! keyword-searchable with BM25).
+//! reef-store: reef's persistence: SQLite (WAL) with migrations for sessions (which can be
+//! forked), messages, context compactions, model usage, durable agents, their inboxes, the
+//! event history and long-term memory (chunked, keyword-searchable with BM25).
 //!
 //! Open a [`Store`] with [`Store::open`]; every write is its own committed transaction, so a
 //! process killed mid-turn loses nothing already appended.
@@ -9,6 +9,7 @@ mod agents;
 mod chunk;
 mod clock;
 mod codec;
+mod compactions;
 mod error;
 mod events;
 mod fingerprints;
@@ -30,6 +31,7 @@ mod vectors;
 pub use agents::{AgentRecord, NewAgent};
 pub use chunk::chunks;
 pub use clock::timestamp_ago;
+pub use compactions::{CompactionRecord, NewCompaction};
 pub use error::StoreError;
 pub use events::StoredEvent;
 pub use inbox::{Delivery, InboxMessage, InboxStatus, Letter};

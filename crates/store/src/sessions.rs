@@ -1,10 +1,10 @@
-//! Session rows: creating, fetching, listing and resolving id prefixes.
+//! Session rows: creating, forking, fetching, listing and resolving id prefixes.
 
 use crate::error::StoreError;
 use crate::records::{NewSession, SessionRecord, SessionSummary};
-use crate::store::{Store, from_sql_int};
+use crate::store::{Store, from_sql_int, last_seq, to_sql_int};
 use reef_core::SessionId;
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 
 impl Store {
     /// Inserts a new session with no title; `created_at == updated_at`.
@@ -17,6 +17,98 @@ impl Store {
             Ok(SessionRecord {
                 id: new.id,
                 title: None,
+                workspace: new.workspace,
+                provider: new.provider,
+                model: new.model,
+                created_at: now.clone(),
+                updated_at: now,
+            })
+        })
+        .await
+    }
+
+    /// A new session (`new.id`, its own agent/workspace/provider/model fields) holding a copy
+    /// of `source`'s messages `1..=upto_seq` (same seqs, contents and timestamps) and of the
+    /// compactions whose `to_seq <= upto_seq`, oldest first; its title is the source's title.
+    /// Copied compactions get new ids, and an `after_seq` of at most `upto_seq` (the fork's
+    /// last message when it was made). The source is not changed. `NotFound` when `source`
+    /// does not exist; `Invalid` when `upto_seq` is 0 or beyond its last message; `Conflict`
+    /// when a session `new.id` already exists.
+    pub async fn fork_session(
+        &self,
+        source: &SessionId,
+        upto_seq: u64,
+        new: NewSession,
+    ) -> Result<SessionRecord, StoreError> {
+        let source = source.clone();
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let title: Option<Option<String>> = tx
+                .prepare_cached("SELECT title FROM sessions WHERE id = ?1")?
+                .query_row(params![source.as_str()], |r| r.get(0))
+                .optional()?;
+            let Some(title) = title else {
+                return Err(StoreError::NotFound(format!("session {source}")));
+            };
+            let last = last_seq(&tx, &source)?;
+            if upto_seq == 0 || upto_seq > last {
+                return Err(StoreError::Invalid {
+                    field: "upto_seq",
+                    message: format!(
+                        "{upto_seq} is not a message of session {source} (it has 1..={last})"
+                    ),
+                });
+            }
+            let taken: Option<i64> = tx
+                .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+                .query_row(params![new.id.as_str()], |r| r.get(0))
+                .optional()?;
+            if taken.is_some() {
+                return Err(StoreError::Conflict(format!(
+                    "session {} already exists; fork into a new id",
+                    new.id
+                )));
+            }
+            let now = db.clock.now();
+            let upto = to_sql_int(upto_seq);
+            tx.prepare_cached(
+                "INSERT INTO sessions
+                   (id, title, workspace, provider, model, created_at, updated_at, agent)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
+            )?
+            .execute(params![
+                new.id.as_str(),
+                title,
+                new.workspace,
+                new.provider,
+                new.model,
+                now,
+                new.agent
+            ])?;
+            tx.prepare_cached(
+                "INSERT INTO messages
+                   (session_id, seq, role, content, tool_calls, tool_call_id, tool_name, is_error,
+                    created_at)
+                 SELECT ?1, seq, role, content, tool_calls, tool_call_id, tool_name, is_error,
+                        created_at
+                   FROM messages WHERE session_id = ?2 AND seq <= ?3 ORDER BY seq",
+            )?
+            .execute(params![new.id.as_str(), source.as_str(), upto])?;
+            tx.prepare_cached(
+                "INSERT INTO compactions
+                   (session_id, after_seq, from_seq, to_seq, strategy, trigger, summary,
+                    tokens_before, tokens_after, window, created_at)
+                 SELECT ?1, MIN(after_seq, ?3), from_seq, to_seq, strategy, trigger, summary,
+                        tokens_before, tokens_after, window, created_at
+                   FROM compactions WHERE session_id = ?2 AND to_seq <= ?3 ORDER BY id",
+            )?
+            .execute(params![new.id.as_str(), source.as_str(), upto])?;
+            tx.commit()?;
+            Ok(SessionRecord {
+                id: new.id,
+                title,
                 workspace: new.workspace,
                 provider: new.provider,
                 model: new.model,

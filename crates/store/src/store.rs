@@ -173,6 +173,17 @@ pub(crate) fn ensure_session(conn: &Connection, id: &SessionId) -> Result<(), St
     }
 }
 
+/// The session's last message seq; 0 when it has none (or does not exist).
+pub(crate) fn last_seq(conn: &Connection, session: &SessionId) -> Result<u64, StoreError> {
+    let last: Option<i64> = conn
+        .prepare_cached("SELECT MAX(seq) FROM messages WHERE session_id = ?1")?
+        .query_row(params![session.as_str()], |r| r.get(0))?;
+    from_sql_int(
+        last.unwrap_or(0),
+        &format!("last message seq of session {session}"),
+    )
+}
+
 /// Converts a count for SQLite (which stores signed 64-bit integers), saturating.
 pub(crate) fn to_sql_int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)

@@ -146,6 +146,12 @@ impl RecordedRequest {
                 .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
     }
 
+    /// The prompt size the mock reports for this request (`usage.input_tokens`): a quarter of
+    /// its JSON body's bytes. Tests hold reef's context limits against this figure.
+    pub fn prompt_tokens(&self) -> u64 {
+        serde_json::to_vec(&self.body).map_or(0, |b| b.len() as u64 / 4)
+    }
+
     /// The number of entries in `messages` (Anthropic's top-level `system` is not counted).
     pub fn message_count(&self) -> usize {
         self.messages().len()

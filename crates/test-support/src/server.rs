@@ -259,6 +259,7 @@ async fn handle(State(state): State<Shared>, request: Request) -> Response {
         .pointer("/stream_options/include_usage")
         .and_then(Value::as_bool)
         == Some(true);
+    let input_tokens = recorded.prompt_tokens();
     let reply = {
         let mut st = state.lock();
         let reply = match st.replies.pop_front() {
@@ -283,7 +284,7 @@ async fn handle(State(state): State<Shared>, request: Request) -> Response {
     };
     let facts = RequestFacts {
         model,
-        input_tokens: (bytes.len() / 4) as u64,
+        input_tokens,
         id_prefix: match wire {
             // The local wire never reaches an HTTP server; it is grouped with OpenAI's.
             WireApi::OpenaiChat | WireApi::Local => "call_",

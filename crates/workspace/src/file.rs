@@ -77,6 +77,14 @@ impl Workspace {
         file.write_all(bytes).map_err(io)
     }
 
+    /// Appends `bytes` to the regular file `rel`, creating it when absent. Its directory must
+    /// exist. Like [`Workspace::write`], a link or a special file is refused.
+    pub fn append(&self, rel: &RelPath, bytes: &[u8]) -> Result<(), WorkspaceError> {
+        self.check_writable(rel)?;
+        let mut file = self.open_regular(rel, OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND)?;
+        file.write_all(bytes).map_err(|source| self.io(rel, source))
+    }
+
     /// Creates `rel` with `bytes`, refusing anything already there, a link included
     /// (`O_EXCL`). Its directory must exist.
     pub fn create_new(&self, rel: &RelPath, bytes: &[u8]) -> Result<(), WorkspaceError> {

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod budgets;
+mod compaction;
 mod interrupt;
 mod memory;
 mod outputs;
@@ -32,6 +33,9 @@ pub(crate) fn options(workspace: &Path) -> SessionOptions {
         loop_limit: 0,
         cost_budget_micros: None,
         prices: std::sync::Arc::new(reef_llm::Prices::defaults()),
+        compact_at: 0.75,
+        compaction: reef_core::CompactionStrategy::Summarize,
+        keep_recent_turns: 4,
     }
 }
 

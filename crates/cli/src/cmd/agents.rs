@@ -7,6 +7,9 @@ use crate::daemon_args::{
 };
 use crate::exit::{self, Exit};
 use crate::home;
+use crate::render::{clip, compaction_line};
+use anyhow::Context as _;
+use reef_core::CompactionStrategy;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -103,7 +106,7 @@ pub async fn agent(overrides: &[String], command: AgentCommand) -> anyhow::Resul
                         e["seq"],
                         s(e, "created_at"),
                         s(e, "kind"),
-                        e["data"]
+                        log_detail(s(e, "kind"), &e["data"])
                     );
                 }
             }
@@ -133,6 +136,34 @@ pub async fn agent(overrides: &[String], command: AgentCommand) -> anyhow::Resul
                 return Ok(exit::OK);
             }
             (value, true)
+        }
+        AgentCommand::Compact { name, json } => {
+            let done = c
+                .post(&format!("/v1/agents/{}/compact", segment(&name)), None)
+                .await
+                .with_context(|| format!("cannot compact agent `{name}`"))?;
+            if !json {
+                println!("{name}: {}", compaction_text(&done));
+                if let Some(summary) = done.get("summary").and_then(Value::as_str) {
+                    println!("summary:");
+                    for line in summary.lines() {
+                        println!("  {line}");
+                    }
+                }
+                return Ok(exit::OK);
+            }
+            (done, true)
+        }
+        AgentCommand::Reset { name, json } => {
+            let done = c
+                .post(&format!("/v1/agents/{}/reset", segment(&name)), None)
+                .await
+                .with_context(|| format!("cannot reset agent `{name}`"))?;
+            if !json {
+                println!("{name}: new session {}", s(&done, "session"));
+                return Ok(exit::OK);
+            }
+            (done, true)
         }
         AgentCommand::Model { name, model, json } => (
             c.put(
@@ -295,6 +326,41 @@ pub async fn deny(overrides: &[String], args: DenyArgs) -> anyhow::Result<u8> {
         .await?;
     report(&item, args.json);
     Ok(exit::OK)
+}
+
+/// The compaction line of a compaction as the daemon reports it (`POST …/compact`, the
+/// `session.compacted` event).
+fn compaction_text(c: &Value) -> String {
+    let n = |key: &str| c.get(key).and_then(Value::as_u64).unwrap_or(0);
+    match c
+        .get("strategy")
+        .and_then(Value::as_str)
+        .and_then(CompactionStrategy::parse)
+    {
+        Some(strategy) => compaction_line(
+            strategy,
+            (n("from_seq"), n("to_seq")),
+            (n("tokens_before"), n("tokens_after"), n("window")),
+        ),
+        None => c.to_string(),
+    }
+}
+
+/// An event's data as `reef agent logs` shows it: readable where it has a form, else its JSON.
+fn log_detail(kind: &str, data: &Value) -> String {
+    match kind {
+        "session.compacted" => {
+            let trigger = s(data, "trigger");
+            let summary = data
+                .get("summary")
+                .and_then(Value::as_str)
+                .map(|t| format!(" · summary: {}", clip(t, 160)))
+                .unwrap_or_default();
+            format!("{} ({trigger}){summary}", compaction_text(data))
+        }
+        "session.reset" | "session.started" => format!("session {}", s(data, "session")),
+        _ => data.to_string(),
+    }
 }
 
 fn report(item: &Value, json: bool) {

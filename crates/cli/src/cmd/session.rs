@@ -6,7 +6,7 @@ use crate::render::Renderer;
 use anyhow::Context as _;
 use reef_agent::{AgentHandle, Session};
 use reef_config::Config;
-use reef_core::{Event, EventMsg, Op, TurnOutcome};
+use reef_core::{Event, EventMsg, Op, SubmissionId, TurnOutcome};
 use reef_store::Store;
 use reef_tools::ToolRegistry;
 use std::sync::Arc;
@@ -30,11 +30,27 @@ impl Tools {
             // The operator's own agent may write the memory every agent reads.
             reef_agent::add_memory_tools(&mut registry, memory, reef_core::DEFAULT_AGENT, true);
         }
+        if let Some(model) = toolless_model(config) {
+            // Its tool descriptions alone would fill a small model's window, for calls it
+            // cannot make.
+            tracing::info!(%model, "the model cannot call tools; the session offers none");
+            registry = ToolRegistry::default();
+        }
         Ok(Tools {
             registry: Arc::new(registry),
             warning,
         })
     }
+}
+
+/// The default model, when it is an embedded model reef's catalogue says cannot call tools.
+fn toolless_model(config: &Config) -> Option<String> {
+    let provider = config.provider().ok()?;
+    if provider.wire_api != reef_core::WireApi::Local {
+        return None;
+    }
+    let entry = reef_models::find(&provider.model)?;
+    (!entry.tools).then(|| provider.model.clone())
 }
 
 /// Creates a new session in the current directory, or resumes `resume` (an id or prefix).
@@ -91,25 +107,44 @@ pub async fn drive_turn(
             },
         });
     }
-    let mut interrupted = false;
+    let mut interrupt: Option<SubmissionId> = None;
+    // The interrupt was answered on its own (it came as the turn ended: nothing was running).
+    let mut answered = false;
+    let mut ended: Option<TurnOutcome> = None;
     loop {
         tokio::select! {
             event = handle.next_event() => {
                 let Some(event) = event else {
                     anyhow::bail!("the session ended unexpectedly");
                 };
+                if interrupt.as_ref() == Some(&event.id) {
+                    answered = true;
+                    if let Some(outcome) = ended.take() {
+                        return Ok(outcome);
+                    }
+                    continue;
+                }
                 renderer.event(&event);
                 if let EventMsg::TurnEnded { outcome, .. } = event.msg {
+                    if interrupt.is_some()
+                        && !answered
+                        && !matches!(outcome, TurnOutcome::Interrupted)
+                    {
+                        // The turn ended before it took the interrupt, which is answered on
+                        // its own: wait for that answer so a session kept for the next turn
+                        // (`reef chat`) does not show it there.
+                        ended = Some(outcome);
+                        continue;
+                    }
                     return Ok(outcome);
                 }
             }
             _ = sigint.recv() => {
-                if interrupted {
+                if interrupt.is_some() {
                     std::process::exit(i32::from(exit::INTERRUPTED));
                 }
-                interrupted = true;
                 eprintln!("\n^C: interrupting the turn (press Ctrl-C again to quit now)");
-                handle.submit(Op::Interrupt);
+                interrupt = Some(handle.submit(Op::Interrupt));
             }
         }
     }
@@ -125,7 +160,8 @@ pub fn outcome_code(outcome: &TurnOutcome) -> u8 {
         | TurnOutcome::CostExceeded { .. }
         | TurnOutcome::LoopDetected { .. } => exit::BUDGET,
         TurnOutcome::Interrupted => exit::INTERRUPTED,
-        TurnOutcome::Failed { .. } => exit::MODEL,
+        // The model cannot take the message: a limit of the model, like a rejected request.
+        TurnOutcome::Failed { .. } | TurnOutcome::ContextOverflow { .. } => exit::MODEL,
     }
 }
 

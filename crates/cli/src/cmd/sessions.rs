@@ -1,9 +1,11 @@
-//! `reef sessions list|show`: stored sessions and their transcripts.
+//! `reef sessions list|show`: stored sessions and their transcripts, with each compaction
+//! shown where it happened.
 
 use crate::args::SessionsCommand;
 use crate::home;
-use crate::render::clip;
-use reef_core::Message;
+use crate::render::{clip, compaction_line};
+use reef_core::{CompactionTrigger, Message};
+use reef_store::CompactionRecord;
 
 pub async fn sessions(overrides: &[String], command: SessionsCommand) -> anyhow::Result<u8> {
     let config = home::load_config(overrides)?;
@@ -36,10 +38,12 @@ pub async fn sessions(overrides: &[String], command: SessionsCommand) -> anyhow:
                 .ok_or_else(|| anyhow::anyhow!("session {id} disappeared"))?;
             let messages = store.messages(&id).await?;
             let usage = store.usage(&id).await?;
+            let compactions = store.compactions(&id).await?;
             if json {
                 let doc = serde_json::json!({
                     "session": record,
                     "messages": messages,
+                    "compactions": compactions,
                     "usage": usage,
                 });
                 println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -56,6 +60,11 @@ pub async fn sessions(overrides: &[String], command: SessionsCommand) -> anyhow:
                 "created   {}  updated {}",
                 record.created_at, record.updated_at
             );
+            // Compactions recorded before the first message (none in practice) come first.
+            let mut pending = compactions.iter().peekable();
+            while let Some(c) = pending.next_if(|c| c.after_seq == 0) {
+                print_compaction(c);
+            }
             for stored in messages {
                 println!();
                 match &stored.message {
@@ -83,6 +92,12 @@ pub async fn sessions(overrides: &[String], command: SessionsCommand) -> anyhow:
                         println!("## tool {name} [{call_id}]{tag}\n{content}");
                     }
                 }
+                while let Some(c) = pending.next_if(|c| c.after_seq <= stored.seq) {
+                    print_compaction(c);
+                }
+            }
+            for c in pending {
+                print_compaction(c);
             }
             let (input, output) = usage.iter().fold((0, 0), |(i, o), r| {
                 (i + r.usage.input_tokens, o + r.usage.output_tokens)
@@ -95,4 +110,31 @@ pub async fn sessions(overrides: &[String], command: SessionsCommand) -> anyhow:
         }
     }
     Ok(crate::exit::OK)
+}
+
+/// One compaction in a transcript: what it replaced, why, the sizes, and the summary indented.
+fn print_compaction(c: &CompactionRecord) {
+    let trigger = match c.trigger {
+        CompactionTrigger::Threshold => "the context passed agent.compact_at",
+        CompactionTrigger::ContextLengthError => "the provider said the context was too long",
+        CompactionTrigger::Manual => "asked for",
+    };
+    println!();
+    println!(
+        "── {} ({trigger})",
+        compaction_line(
+            c.strategy,
+            (c.from_seq, c.to_seq),
+            (c.tokens_before, c.tokens_after, c.window)
+        )
+    );
+    match &c.summary {
+        Some(summary) => {
+            println!("   summary:");
+            for line in summary.lines() {
+                println!("     {line}");
+            }
+        }
+        None => println!("   (the messages were dropped from the context; they stay here)"),
+    }
 }

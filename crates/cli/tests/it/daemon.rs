@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A running `reef serve` for a home, with an HTTP client holding its token.
-struct Daemon {
+pub(crate) struct Daemon {
     child: Child,
     base: String,
     token: String,
@@ -18,7 +18,7 @@ struct Daemon {
 }
 
 impl Daemon {
-    async fn start(home: &TestHome) -> Daemon {
+    pub(crate) async fn start(home: &TestHome) -> Daemon {
         let addr_file = home.reef_home().join("reef.addr");
         let _ = std::fs::remove_file(&addr_file);
         let child = Command::new(env!("CARGO_BIN_EXE_reef"))
@@ -69,16 +69,21 @@ impl Daemon {
         serde_json::from_str(&text).unwrap_or(Value::Null)
     }
 
-    async fn get(&self, path: &str) -> Value {
+    pub(crate) async fn get(&self, path: &str) -> Value {
         self.call(reqwest::Method::GET, path, None).await
     }
 
-    async fn post(&self, path: &str, body: Value) -> Value {
+    pub(crate) async fn post(&self, path: &str, body: Value) -> Value {
         self.call(reqwest::Method::POST, path, Some(body)).await
     }
 
     /// Polls `path` until `pred` holds on its JSON.
-    async fn wait(&self, what: &str, path: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) async fn wait(
+        &self,
+        what: &str,
+        path: &str,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
         for _ in 0..3000 {
             let value = self.get(path).await;
             if pred(&value) {

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod commands;
+mod compaction;
 mod cost;
 mod crash;
 mod daemon;

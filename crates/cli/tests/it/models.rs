@@ -181,3 +181,66 @@ fn the_readme_first_command_uses_the_shell_on_the_default_model() {
     assert_eq!(usage["msg"]["provider"], "local");
     assert_eq!(usage["msg"]["model"], "qwen2.5-coder-1.5b-instruct");
 }
+
+/// Forty short exchanges with the small embedded model in a 2048-token window: the session
+/// compacts (summarizing, the default) whenever the context fills up, so no request overflows
+/// the window and every message is kept in the transcript. Shares the model cache with the
+/// test above.
+#[test]
+fn chat_on_the_small_local_model_compacts_its_way_through_forty_exchanges() {
+    let cache = std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/reef/models");
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "[models]\ndir = \"{}\"\n\n[model]\ndefault = \"local\"\n\n[providers.local]\n\
+         wire_api = \"local\"\nmodel = \"smollm2-135m-instruct\"\nthreads = 2\n\
+         context_tokens = 2048\nmax_output_tokens = 48\n",
+        cache.display()
+    ));
+    let topics = [
+        "the sky on a clear day",
+        "a ripe banana",
+        "fresh snow",
+        "a fire engine",
+        "grass in spring",
+        "the sea in summer",
+        "a lemon",
+        "coal",
+    ];
+    let input: String = (0..40)
+        .map(|i| {
+            format!(
+                "Question {}: what colour is {}? Answer in a few words.\n",
+                i + 1,
+                topics[i % topics.len()]
+            )
+        })
+        .collect();
+    let out = reef(&home)
+        .args(["-c", "agent.max_rounds=1", "chat", "--yes"])
+        .write_stdin(input)
+        .assert();
+    let output = out.get_output();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    for text in [&stdout, &stderr] {
+        assert!(
+            !text.contains("the context holds") && !text.contains("-token window"),
+            "a request did not fit the window: {stderr}"
+        );
+    }
+    let doc = crate::last_transcript(&home);
+    let messages = doc["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 80, "{stderr}");
+    let users = messages
+        .iter()
+        .filter(|m| m["message"]["role"] == "user")
+        .count();
+    assert_eq!(users, 40, "{doc}");
+    let compactions = doc["compactions"].as_array().unwrap();
+    assert!(!compactions.is_empty(), "{stderr}");
+    assert!(
+        compactions.iter().all(|c| c["window"] == 2048),
+        "{compactions:?}"
+    );
+}

@@ -1,6 +1,8 @@
-//! Integration tests for reef-config: layering, origins, validation errors and secrets.
+//! Integration tests for reef-config: layering, origins, validation errors, secrets, context
+//! windows and compaction settings.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
+mod context;
 mod errors;
 mod layering;
 mod memory;

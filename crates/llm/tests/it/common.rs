@@ -31,6 +31,7 @@ pub fn settings(mock: &MockLlm, wire_api: WireApi, stream: bool) -> ProviderSett
         retry_base: Duration::from_millis(1),
         request_timeout: Duration::from_secs(30),
         max_output_tokens: 1000,
+        context_tokens: 16_384,
         local: None,
     }
 }

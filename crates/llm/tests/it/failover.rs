@@ -39,6 +39,17 @@ async fn chain(
 }
 
 #[tokio::test]
+async fn the_window_is_the_smallest_members() {
+    let (_main, _backup, client) = chain(Vec::new(), Vec::new(), false, |s| {
+        s.context_tokens = 4096;
+    })
+    .await;
+    assert_eq!(client.context_tokens(), Some(4096));
+    let empty = FailoverClient::new(Vec::new(), Duration::from_secs(1));
+    assert_eq!(empty.context_tokens(), None);
+}
+
+#[tokio::test]
 async fn a_429_moves_to_the_backup_which_is_named_as_the_server() {
     let (main, backup, client) = chain(
         vec![MockReply::status(429, "slow down")],

@@ -48,6 +48,8 @@ async fn text_reply_streams_deltas_and_reports_usage() {
                 assert_eq!(req.body["messages"][0]["role"], "system");
                 assert_eq!(req.body["stream"], stream);
                 assert_eq!(req.message_count(), 2);
+                // Ollama's window is the configured one, not its small default.
+                assert_eq!(req.body["options"]["num_ctx"], 16_384, "{mode}");
             }
             WireApi::OpenaiChat | WireApi::Local => {
                 assert_eq!(req.header("authorization"), Some("Bearer sk-test-key"));
@@ -99,5 +101,19 @@ async fn request_max_output_tokens_overrides_the_default() {
             &body["max_tokens"]
         };
         assert_eq!(*sent, 77, "{wire}");
+        if wire == WireApi::Ollama {
+            assert_eq!(body["options"]["num_ctx"], 16_384, "num_ctx is kept");
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_client_reports_its_configured_window() {
+    for (wire, stream) in MODES {
+        let h = crate::common::harness_with(wire, stream, Vec::new(), |s| {
+            s.context_tokens = 32_000;
+        })
+        .await;
+        assert_eq!(h.client.context_tokens(), Some(32_000), "{wire}");
     }
 }

@@ -35,10 +35,10 @@ async fn pulls_the_small_model_and_generates_through_model_client() {
         wire_api: WireApi::Local,
         model: MODEL.into(),
         max_output_tokens: 40,
+        context_tokens: 2048,
         local: Some(LocalModelSettings {
             model_path: path.clone(),
             threads: Some(2),
-            context_tokens: 2048,
         }),
         ..ProviderSettings::default()
     })
@@ -60,7 +60,11 @@ async fn pulls_the_small_model_and_generates_through_model_client() {
         tools: Vec::new(),
         max_output_tokens: None,
     };
+    assert_eq!(client.context_tokens(), Some(2048));
+    // The exact count of what the engine feeds (it loads the model first).
+    let counted = client.count_tokens(&request).await;
     let first = client.complete(&request, &on_event).await.unwrap();
+    assert_eq!(counted, Some(first.usage.input_tokens));
     assert!(first.content.to_lowercase().contains("paris"), "{first:?}");
     assert_eq!(
         streamed.lock().unwrap().trim(),
@@ -115,7 +119,15 @@ async fn pulls_the_small_model_and_generates_through_model_client() {
         }],
         max_output_tokens: Some(48),
     };
+    let counted = client.count_tokens(&request).await.unwrap();
+    let mut bare = request.clone();
+    bare.tools.clear();
+    assert!(
+        client.count_tokens(&bare).await.unwrap() < counted,
+        "the tools are part of the prompt"
+    );
     let third = client.complete(&request, &|_| {}).await.unwrap();
+    assert_eq!(counted, third.usage.input_tokens);
     assert!(
         !third.content.is_empty() || !third.tool_calls.is_empty(),
         "{third:?}"
@@ -136,10 +148,10 @@ async fn a_missing_model_file_names_the_pull_command() {
         name: "local".into(),
         wire_api: WireApi::Local,
         model: "qwen2.5-coder-1.5b-instruct".into(),
+        context_tokens: 4096,
         local: Some(LocalModelSettings {
             model_path: home.path().join("models/qwen2.5-coder-1.5b-instruct.gguf"),
             threads: None,
-            context_tokens: 4096,
         }),
         ..ProviderSettings::default()
     })

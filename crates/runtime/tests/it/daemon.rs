@@ -19,13 +19,18 @@ pub struct Daemon {
 
 /// A daemon on a fresh home whose model is `responder`; `extra` is appended to reef.toml.
 pub async fn daemon(responder: Responder, extra: &str) -> Daemon {
+    daemon_with(responder, "", extra).await
+}
+
+/// Like [`daemon`], with `provider` appended to the mock provider's table.
+pub async fn daemon_with(responder: Responder, provider: &str, extra: &str) -> Daemon {
     let mock = MockLlm::start_responder(responder).await;
     let home = TestHome::new();
     // Tools run in the real default sandbox; `required` makes a sandbox that does not work
     // here fail the test instead of falling back to running them unconfined.
     home.write_config(&format!(
-        "[providers.mock]\nbase_url = \"{}\"\nmodel = \"m\"\nstream = false\nmax_retries = 0\n\n\
-         [sandbox]\nrequired = true\n\n{extra}",
+        "[providers.mock]\nbase_url = \"{}\"\nmodel = \"m\"\nstream = false\nmax_retries = 0\n\
+         {provider}\n[sandbox]\nrequired = true\n\n{extra}",
         mock.base_url()
     ));
     let config = home.load_config();

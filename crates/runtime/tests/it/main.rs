@@ -3,4 +3,5 @@
 
 mod approvals;
 mod daemon;
+mod long_life;
 mod templates;

@@ -1,11 +1,12 @@
-//! The API over the router in process: auth on every route, error shapes, and the agent
-//! lifecycle through REST.
+//! The API over the router in process: auth on every route, error shapes, the agent
+//! lifecycle through REST, and compacting and resetting an agent's session.
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use reef_runtime::{Runtime, RuntimeOptions, Templates};
-use reef_test_support::{MockLlm, MockReply, TestHome};
+use reef_test_support::{MockLlm, MockReply, RecordedRequest, TestHome};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use tower::ServiceExt;
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
@@ -18,7 +19,11 @@ struct Api {
 }
 
 async fn api() -> Api {
-    let mock = MockLlm::start(vec![MockReply::text("hello")]).await;
+    api_on(MockLlm::start(vec![MockReply::text("hello")]).await).await
+}
+
+/// The API of a runtime whose agents run on `mock`.
+async fn api_on(mock: MockLlm) -> Api {
     let home = TestHome::new();
     home.write_config(&format!(
         "[providers.mock]\nbase_url = \"{}\"\nmodel = \"m\"\nstream = false\n\n[sandbox]\nbackend = \"none\"\n",
@@ -42,6 +47,25 @@ async fn api() -> Api {
 }
 
 impl Api {
+    /// Polls the event history until agent `agent` has ended `turns` turns.
+    async fn await_turns(&self, agent: &str, turns: usize) {
+        for _ in 0..3000 {
+            let (_, events) = self
+                .call(
+                    "GET",
+                    &format!("/v1/events?agent={agent}&kind=turn.ended"),
+                    None,
+                )
+                .await;
+            if events.as_array().is_some_and(|a| a.len() >= turns) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let (_, events) = self.call("GET", "/v1/events", None).await;
+        panic!("{agent} never ended {turns} turns: {events:#}");
+    }
+
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
         self.call_as(Some(TOKEN), method, path, body).await
     }
@@ -238,5 +262,93 @@ async fn bad_requests_name_the_field_and_the_lifecycle_is_enforced() {
         (status, body["field"].as_str()),
         (StatusCode::BAD_REQUEST, Some("query"))
     );
+    api.runtime.shutdown().await;
+}
+
+/// Summarizes when asked to compact; otherwise acknowledges.
+fn summarizer(req: &RecordedRequest) -> MockReply {
+    if req.system_text().contains("You compact the history") {
+        MockReply::text("they counted to three")
+    } else {
+        MockReply::text("noted")
+    }
+}
+
+#[tokio::test]
+async fn compact_reports_the_compaction_and_reset_the_new_session() {
+    let api = api_on(MockLlm::start_responder(Arc::new(summarizer)).await).await;
+    let (status, body) = api.call("POST", "/v1/agents/nobody/compact", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("nobody"), "{body}");
+    let (status, _) = api.call("POST", "/v1/agents/nobody/reset", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    api.call(
+        "POST",
+        "/v1/agents",
+        Some(json!({"name": "w", "template": "worker"})),
+    )
+    .await;
+    let (status, body) = api.call("POST", "/v1/agents/w/compact", None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "an empty session: {body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("nothing to compact"),
+        "{body}"
+    );
+
+    // Long enough that replacing them is worth a summary.
+    for (n, count) in ["one", "two", "three"].into_iter().enumerate() {
+        let text = format!(
+            "Counting {count}: {}",
+            "and so the counting goes on. ".repeat(30)
+        );
+        let (status, _) = api
+            .call(
+                "POST",
+                "/v1/agents/w/messages",
+                Some(json!({ "text": text })),
+            )
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        api.await_turns("w", n + 1).await;
+    }
+    let (status, done) = api.call("POST", "/v1/agents/w/compact", None).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(
+        (
+            &done["agent"],
+            &done["strategy"],
+            &done["trigger"],
+            &done["summary"]
+        ),
+        (
+            &json!("w"),
+            &json!("summarize"),
+            &json!("manual"),
+            &json!("they counted to three")
+        )
+    );
+    assert_eq!(done["from_seq"], 2, "the first message stays: {done}");
+    assert!(done["to_seq"].as_u64() >= Some(2), "{done}");
+    assert!(
+        done["tokens_after"].as_u64() < done["tokens_before"].as_u64(),
+        "{done}"
+    );
+    let (_, events) = api
+        .call("GET", "/v1/events?agent=w&kind=session.compacted", None)
+        .await;
+    assert_eq!(events[0]["data"]["from_seq"], 2, "{events}");
+
+    let (_, agent) = api.call("GET", "/v1/agents/w", None).await;
+    let (status, reset) = api.call("POST", "/v1/agents/w/reset", None).await;
+    assert_eq!(status, StatusCode::OK, "{reset}");
+    assert_eq!(reset["agent"], "w");
+    assert_ne!(reset["session"], agent["session"]);
+    let (_, agent) = api.call("GET", "/v1/agents/w", None).await;
+    assert_eq!(agent["session"], reset["session"]);
+    let (_, transcript) = api.call("GET", "/v1/agents/w/transcript", None).await;
+    assert_eq!(transcript, json!([]), "the new session is empty");
     api.runtime.shutdown().await;
 }

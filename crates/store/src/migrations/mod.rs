@@ -11,6 +11,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0005_memory.sql")),
     M::up(include_str!("0006_vectors_sessions.sql")),
     M::up(include_str!("0007_secret_fingerprints.sql")),
+    M::up(include_str!("0008_compactions.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -23,6 +24,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 7);
+        assert_eq!(ALL.len(), 8);
     }
 }

@@ -2,5 +2,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod dependency_direction;
+mod one_protocol;
 mod raw;
 mod server;

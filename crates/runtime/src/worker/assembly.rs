@@ -1,0 +1,178 @@
+//! Assembling a daemon agent's session: its options from config and record, its model by
+//! provider name, its tools narrowed to its capabilities, and the session itself, resumed
+//! from the agent's transcript and wrapped in the protocol handle the worker drives.
+
+use super::budget::Remaining;
+use crate::error::RuntimeError;
+use crate::gate::ApprovalGate;
+use crate::kernel::{Inner, Runtime, lock};
+use crate::tools::{AgentCtx, Kind, RuntimeTool};
+use reef_agent::{AgentError, AgentHandle, Session, SessionOptions, ToolRegistry};
+use reef_core::{ModelClient, TurnSettings};
+use reef_store::AgentRecord;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// Why a session could not be opened, and whether waiting helps.
+pub(super) enum OpenError {
+    /// The store failed (busy, disk full): try again shortly.
+    Transient(RuntimeError),
+    /// The agent cannot run as configured (a model removed from config, …).
+    Fatal(RuntimeError),
+}
+
+/// Opens the agent's session (resuming its transcript, or creating one and recording it on
+/// the agent) and starts its protocol loop.
+pub(super) async fn open(
+    rt: &Runtime,
+    record: &AgentRecord,
+    ctx: Arc<AgentCtx>,
+) -> Result<AgentHandle, OpenError> {
+    let fatal = OpenError::Fatal;
+    let model = model_for(rt, record.model.as_deref()).map_err(fatal)?;
+    let tools = Arc::new(registry_for(rt, record, Some(ctx)).map_err(fatal)?);
+    let store = rt.store().clone();
+    let opts = session_options(rt, record);
+    let session = match &record.session {
+        Some(id) => Session::resume(id.clone(), model, tools, store, opts).await,
+        None => Session::create(model, tools, store, opts).await,
+    };
+    let mut session = session.map_err(|err| match err {
+        AgentError::Store(err) => OpenError::Transient(err.into()),
+        other => OpenError::Fatal(RuntimeError::Setup(other.to_string())),
+    })?;
+    if record.session.is_none() {
+        rt.store()
+            .set_agent_session(&record.id, session.id())
+            .await
+            .map_err(|e| OpenError::Transient(e.into()))?;
+    }
+    session.set_memory(rt.inner.memory.clone());
+    let weak: Weak<Inner> = Arc::downgrade(&rt.inner);
+    session.set_model_resolver(Arc::new(move |name: Option<&str>| {
+        let rt = Runtime::from_weak(&weak).map_err(|e| e.to_string())?;
+        model_for(&rt, name).map_err(|e| e.to_string())
+    }));
+    Ok(reef_agent::spawn(session))
+}
+
+/// The settings of the agent's next turn: its persona and what is left of its budgets.
+pub(super) fn turn_settings(
+    rt: &Runtime,
+    record: &AgentRecord,
+    remaining: Remaining,
+) -> TurnSettings {
+    let agent = &rt.config().agent;
+    TurnSettings {
+        persona: Some(persona(record)),
+        max_rounds: record.budget.rounds.unwrap_or(agent.max_rounds).max(1),
+        max_wall_secs: record
+            .budget
+            .wall_secs
+            .unwrap_or(agent.max_wall_secs)
+            .max(1),
+        token_budget: remaining.tokens,
+        cost_budget_micros: remaining.cost_micros,
+    }
+}
+
+fn session_options(rt: &Runtime, record: &AgentRecord) -> SessionOptions {
+    let mut opts = reef_agent::session_options(rt.config(), record.workspace.clone().into());
+    opts.agent = record.name.clone();
+    opts.persona = Some(persona(record));
+    if let Some(rounds) = record.budget.rounds {
+        opts.max_rounds = rounds.max(1);
+    }
+    if let Some(secs) = record.budget.wall_secs {
+        opts.max_wall = Duration::from_secs(secs.max(1));
+    }
+    opts
+}
+
+fn persona(record: &AgentRecord) -> String {
+    format!(
+        "You are `{name}`, a long-lived agent in reef (template `{template}`).\n{persona}\n\n\
+         Each user message comes from your inbox, headed with its sender and number. Your final \
+         text ends the turn; when the message expects a reply, that text is sent back to the \
+         sender. Use message_agent to talk to other agents and ask_operator for decisions that \
+         belong to the operator.",
+        name = record.name,
+        template = record.template,
+        persona = record.persona.trim(),
+    )
+}
+
+/// The model client for a provider name (`None` = the default provider), shared per name.
+pub(crate) fn model_for(
+    rt: &Runtime,
+    name: Option<&str>,
+) -> Result<Arc<dyn ModelClient>, RuntimeError> {
+    if let Some(model) = &rt.inner.model_override {
+        return Ok(model.clone());
+    }
+    let config = rt.config();
+    let mut models = lock(&rt.inner.models);
+    // "" caches the default: one provider or the failover chain of `[model] default`.
+    let key = name.unwrap_or("");
+    if let Some(model) = models.get(key) {
+        return Ok(model.clone());
+    }
+    let model = match name {
+        Some(name) => {
+            let provider = config.providers.get(name).ok_or_else(|| {
+                RuntimeError::Setup(format!("model `{name}` is not a configured provider"))
+            })?;
+            reef_agent::model_client(provider)
+        }
+        None => reef_agent::default_model(config),
+    }
+    .map_err(|e| RuntimeError::Setup(e.to_string()))?;
+    models.insert(key.to_owned(), model.clone());
+    Ok(model)
+}
+
+/// The agent's tools: the built-ins in a sandbox shaped by its template, narrowed to its
+/// capabilities. With `ctx` (a worker's), the runtime tools are added and `shell` is put
+/// behind the approval gate.
+pub(crate) fn registry_for(
+    rt: &Runtime,
+    record: &AgentRecord,
+    ctx: Option<Arc<AgentCtx>>,
+) -> Result<ToolRegistry, RuntimeError> {
+    let mut config = rt.config().clone();
+    if let Some(template) = rt.templates().get(&record.template) {
+        config.sandbox = template.sandbox.apply(&config.sandbox);
+    }
+    let mut policy = reef_agent::policy_from_config(&config, rt.inner.policy.helper.clone());
+    // The self-test ran once at start; a fallback applies to every agent.
+    policy.backend = rt.inner.policy.backend;
+    let mut registry = reef_agent::builtin_registry(&config, policy);
+    if let Some(ctx) = ctx {
+        if let Some(shell) = registry.get("shell") {
+            registry.register(Arc::new(ApprovalGate {
+                inner: shell,
+                rules: rt.inner.rules.clone(),
+                ctx: ctx.clone(),
+            }));
+        }
+        let manager: &[Kind] = if record.capabilities.spawn {
+            &Kind::MANAGER
+        } else {
+            &[]
+        };
+        for kind in Kind::COMMON.iter().chain(manager) {
+            registry.register(Arc::new(RuntimeTool {
+                kind: *kind,
+                ctx: ctx.clone(),
+            }));
+        }
+    }
+    reef_agent::add_memory_tools(
+        &mut registry,
+        rt.inner.memory.clone(),
+        &record.name,
+        record.capabilities.shared_memory_write,
+    );
+    registry.retain(|name| record.capabilities.allows_tool(name));
+    Ok(registry)
+}
