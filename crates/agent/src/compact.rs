@@ -36,9 +36,14 @@ whether it was done; what the agent found and changed; and what is still open. D
 and repetition. Write plain notes, no preamble.";
 
 impl Session {
-    /// The window of the current model in tokens, when it is known.
+    /// The window of the current model in tokens, when it is known: its configured size, or
+    /// less when the provider refused a shorter prompt as too long.
     pub(crate) fn window(&self) -> Option<u64> {
-        self.model.context_tokens().map(u64::from)
+        let configured = self.model.context_tokens().map(u64::from);
+        match (configured, self.refused_at) {
+            (Some(w), Some(r)) => Some(w.min(r)),
+            (w, r) => w.or(r),
+        }
     }
 
     /// The request the next round sends, with its measured size.
@@ -113,14 +118,18 @@ impl Session {
                 });
             }
         }
+        // Measured on the compacted history, which is kept only once it is recorded.
+        let mut compacted = self.history.clone();
         history::replace(
-            &mut self.history,
+            &mut compacted,
             range,
             history::replacement(from_seq, to_seq, summary.as_deref()),
         );
+        let before_history = std::mem::replace(&mut self.history, compacted);
         self.meter.forget_anchor();
         let (_, after) = self.next_request().await;
-        self.store
+        let recorded = self
+            .store
             .record_compaction(
                 &self.id,
                 NewCompaction {
@@ -134,7 +143,11 @@ impl Session {
                     window,
                 },
             )
-            .await?;
+            .await;
+        if let Err(err) = recorded {
+            self.history = before_history;
+            return Err(err.into());
+        }
         emitter.emit(EventMsg::ContextCompacted {
             strategy,
             trigger,
@@ -173,22 +186,15 @@ impl Session {
     /// transcript): what is left after a message too large for the window, so the next turn
     /// starts clean.
     pub(crate) async fn drop_current_turn(&mut self, window: u64) -> Result<(), AgentError> {
-        let Some(start) = self
-            .history
-            .iter()
-            .rposition(|h| !h.synthetic && matches!(h.message, Message::User { .. }))
-        else {
+        // Only what the turn added: never the head or a summary of earlier turns, even when a
+        // compaction in this turn summarized its first message.
+        let first = self.turn.first_seq;
+        let Some(start) = self.history.iter().position(|h| h.first_seq >= first) else {
             return Ok(());
         };
         let from_seq = self.history[start].first_seq;
         let to_seq = self.history[self.history.len() - 1].last_seq;
         let end = self.history.len();
-        history::replace(
-            &mut self.history,
-            start..end,
-            history::replacement(from_seq, to_seq, None),
-        );
-        self.meter.forget_anchor();
         self.store
             .record_compaction(
                 &self.id,
@@ -204,6 +210,13 @@ impl Session {
                 },
             )
             .await?;
+        // Recorded first, so a resumed session leaves the same messages out.
+        history::replace(
+            &mut self.history,
+            start..end,
+            history::replacement(from_seq, to_seq, None),
+        );
+        self.meter.forget_anchor();
         Ok(())
     }
 

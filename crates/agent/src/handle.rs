@@ -76,7 +76,11 @@ async fn run(
             id: sub.id.clone(),
         };
         match sub.op {
-            Op::UserInput { text } | Op::Steer { text } => {
+            Op::Steer { text } => {
+                // No turn to steer into: the front end decides what it becomes.
+                emitter.emit(EventMsg::SteerReturned { text });
+            }
+            Op::UserInput { text } => {
                 let steers = session.steers.clone();
                 let mut shutdown = None;
                 let interrupted = {
@@ -93,9 +97,7 @@ async fn run(
                                     break true;
                                 }
                                 Some(Submission { id, op: Op::Steer { text } }) => {
-                                    if let Ok(mut waiting) = steers.lock() {
-                                        waiting.push_back((id, text));
-                                    }
+                                    crate::session::lock_steers(&steers).push_back((id, text));
                                 }
                                 Some(other) => queue.push_back(other),
                                 // Every submitter is gone: nobody can read the answer.
@@ -107,16 +109,12 @@ async fn run(
                 if interrupted {
                     session.end_turn(&emitter, TurnOutcome::Interrupted);
                 }
-                // Steering that found no round boundary runs next, in the order it came.
-                let left: Vec<(SubmissionId, String)> = match steers.lock() {
-                    Ok(mut waiting) => waiting.drain(..).collect(),
-                    Err(_) => Vec::new(),
-                };
-                for (id, text) in left.into_iter().rev() {
-                    queue.push_front(Submission {
-                        id,
-                        op: Op::UserInput { text },
-                    });
+                // Steering that found no round boundary goes back to the front end, which
+                // decides whether it becomes the next input.
+                let left: Vec<(SubmissionId, String)> =
+                    crate::session::lock_steers(&steers).drain(..).collect();
+                for (id, text) in left {
+                    send(&events, id, EventMsg::SteerReturned { text });
                 }
                 if let Some(id) = shutdown {
                     send(&events, id, EventMsg::ShutdownComplete);

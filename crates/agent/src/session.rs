@@ -71,6 +71,8 @@ pub(crate) struct TurnState {
     pub usage: Usage,
     /// Millionths of a US dollar spent by the turn so far (priced requests only).
     pub cost_micros: u64,
+    /// The seq of the turn's input message (0 outside a turn).
+    pub first_seq: u64,
 }
 
 /// A conversation with one agent. Every message is written to the store before it is used.
@@ -87,6 +89,9 @@ pub struct Session {
     pub(crate) memory: Option<reef_store::Memory>,
     pub(crate) models: Option<ModelResolver>,
     pub(crate) steers: SteerQueue,
+    /// A prompt size the current provider refused as too long: the window is taken to be
+    /// below it from then on.
+    pub(crate) refused_at: Option<u64>,
 }
 
 impl Session {
@@ -132,6 +137,7 @@ impl Session {
             memory: None,
             models: None,
             steers: SteerQueue::default(),
+            refused_at: None,
         }
     }
 
@@ -217,6 +223,7 @@ impl Session {
     pub fn set_model(&mut self, model: Arc<dyn ModelClient>) {
         self.model = model;
         self.meter.forget_anchor();
+        self.refused_at = None;
     }
 
     /// Switches to the configured provider `provider` (`None`: the default model) through
@@ -350,6 +357,15 @@ impl Session {
         }
         out
     }
+}
+
+/// The steering queue, usable even if a panic poisoned its lock (it holds plain data).
+pub(crate) fn lock_steers(
+    steers: &SteerQueue,
+) -> std::sync::MutexGuard<'_, VecDeque<(SubmissionId, String)>> {
+    steers
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Sends events of one submission to a front end; a front end that went away is ignored.

@@ -64,6 +64,7 @@ impl Session {
         emitter: &Emitter,
     ) -> Result<TurnOutcome, AgentError> {
         self.persist(Message::user(input)).await?;
+        self.turn.first_seq = self.history.last().map_or(0, |h| h.first_seq);
         let max_rounds = self.opts.max_rounds;
         let mut seen: HashMap<(String, String), u32> = HashMap::new();
         while self.turn.rounds < max_rounds {
@@ -80,8 +81,10 @@ impl Session {
             };
             let response = match self.send(&request, emitter).await {
                 Err(AgentError::Model(err)) if err.kind == ModelErrorKind::ContextLength => {
-                    // The provider counts differently: compact and try once more.
+                    // The provider counts differently: its window is below this prompt.
+                    // Compact to fit under it and try once more.
                     let before = self.meter.estimate(meter::request_chars(&request));
+                    self.refused_at = Some(self.refused_at.map_or(before, |r| r.min(before)));
                     let compacted = self
                         .compact(CompactionTrigger::ContextLengthError, before, emitter)
                         .await?;
@@ -93,8 +96,21 @@ impl Session {
                             window,
                         });
                     }
-                    let (request, _) = self.next_request().await;
-                    self.send(&request, emitter).await?
+                    let (request, measure) = self.next_request().await;
+                    match self.send(&request, emitter).await {
+                        Err(AgentError::Model(err))
+                            if err.kind == ModelErrorKind::ContextLength =>
+                        {
+                            // Still too long for the provider: leave this turn out.
+                            let window = self.window().unwrap_or(measure.tokens);
+                            self.drop_current_turn(window).await?;
+                            return Ok(TurnOutcome::ContextOverflow {
+                                tokens: measure.tokens,
+                                window,
+                            });
+                        }
+                        other => other?,
+                    }
                 }
                 other => other?,
             };
@@ -192,16 +208,19 @@ impl Session {
     }
 
     /// Adds the steering messages that arrived since the last round as user messages.
+    /// One that cannot be stored stays queued (the front end gets it back at the turn's end).
     async fn take_steers(&mut self, emitter: &Emitter) -> Result<(), AgentError> {
-        let steers: Vec<(SubmissionId, String)> = match self.steers.lock() {
-            Ok(mut queue) => queue.drain(..).collect(),
-            Err(_) => Vec::new(),
-        };
-        for (steer_id, text) in steers {
-            self.persist(Message::user(text.clone())).await?;
+        loop {
+            let next = crate::session::lock_steers(&self.steers).pop_front();
+            let Some((steer_id, text)) = next else {
+                return Ok(());
+            };
+            if let Err(err) = self.persist(Message::user(text.clone())).await {
+                crate::session::lock_steers(&self.steers).push_front((steer_id, text));
+                return Err(err);
+            }
             emitter.emit(EventMsg::Steered { steer_id, text });
         }
-        Ok(())
     }
 
     /// Native tool calls win; without them, calls written as text (by models without native

@@ -122,6 +122,10 @@ impl Renderer {
                 self.streamed = false;
                 eprintln!("[steered: {}]", clip(text, 200));
             }
+            EventMsg::SteerReturned { text } => {
+                self.close_line();
+                eprintln!("[not steered in (no round followed): {}]", clip(text, 200));
+            }
             EventMsg::ModelChanged { provider, model } => {
                 self.close_line();
                 eprintln!("[model: {provider} ({model})]");

@@ -21,7 +21,8 @@ pub enum Op {
     UserInput { text: String },
     /// A message for the turn in progress: the model sees it as a user message at the next
     /// round boundary (before its next request). With no turn running, or when the turn ends
-    /// before another round, it runs as the next turn.
+    /// before another round, it comes back as `SteerReturned` for the front end to send as
+    /// the next input or drop.
     Steer { text: String },
     /// Compact the history now, with the configured strategy (`/compact`).
     Compact,
@@ -182,6 +183,11 @@ pub enum EventMsg {
     Steered {
         /// The submission that carried it.
         steer_id: SubmissionId,
+        text: String,
+    },
+    /// An `Op::Steer` (this event carries its submission id) found no round boundary to
+    /// join: no turn was running, or the turn ended first. Nothing was stored.
+    SteerReturned {
         text: String,
     },
     /// `Op::SetModel` took effect.

@@ -191,13 +191,16 @@ async fn a_context_length_error_compacts_once_and_retries() {
         .filter(|r| !is_summary_request(r) && r.prompt_tokens() > 2500)
         .count();
     let stored = store.compactions(session.id()).await.unwrap();
+    let by_refusal = stored
+        .iter()
+        .filter(|c| c.trigger == reef_core::CompactionTrigger::ContextLengthError)
+        .count();
     assert!(refused > 0, "the limit was never reached");
-    assert_eq!(stored.len(), refused, "one compaction per refusal");
-    assert!(
-        stored
-            .iter()
-            .all(|c| c.trigger == reef_core::CompactionTrigger::ContextLengthError)
-    );
+    assert_eq!(by_refusal, refused, "one compaction per refusal");
+    // The refused size is taken as the window from then on: later compactions come before
+    // the provider has to refuse again.
+    assert_eq!(refused, 1);
+    assert!(stored.len() > 1, "{stored:?}");
 }
 
 #[tokio::test]
@@ -378,4 +381,34 @@ async fn a_new_session_starts_empty_in_the_same_workspace() {
     );
     assert_eq!(store.messages(session_id).await.unwrap().len(), 2);
     assert_eq!(store.messages(&first).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn after_a_refusal_ordinary_messages_fit_and_only_an_oversized_one_overflows() {
+    // reef thinks the window is large; the provider refuses past 2,000 tokens.
+    let mock = mock(Some(2000));
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let session = session_with_window(&mock, &store, options(dir.path()), 200_000).await;
+    let mut inputs = vec!["The code word is PELICAN.".to_owned()];
+    inputs.extend((2..=7).map(filler));
+    inputs.push(format!("HUGE {}", "word ".repeat(2000)));
+    inputs.push("small question".into());
+    let (_, events) = converse(session, inputs).await;
+    let outcomes = outcomes(&events);
+    assert!(
+        outcomes[..7]
+            .iter()
+            .all(|o| matches!(o, TurnOutcome::Completed { .. })),
+        "{outcomes:?}"
+    );
+    assert!(
+        matches!(outcomes[7], TurnOutcome::ContextOverflow { .. }),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[8], TurnOutcome::Completed { text: "ok".into() });
+    let last = mock.requests().last().unwrap().clone();
+    let sent = serde_json::to_string(&last.body).unwrap();
+    assert!(!sent.contains("HUGE"), "the refused message is left out");
+    assert!(sent.contains("PELICAN"), "the head is kept");
 }

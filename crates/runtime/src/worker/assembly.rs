@@ -38,6 +38,10 @@ pub(super) async fn open(
         None => Session::create(model, tools, store, opts).await,
     };
     let mut session = session.map_err(|err| match err {
+        // A row reef cannot read will not get better by waiting.
+        AgentError::Store(err @ reef_store::StoreError::Corrupt(_)) => {
+            OpenError::Fatal(RuntimeError::Setup(err.to_string()))
+        }
         AgentError::Store(err) => OpenError::Transient(err.into()),
         other => OpenError::Fatal(RuntimeError::Setup(other.to_string())),
     })?;

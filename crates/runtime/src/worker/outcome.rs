@@ -8,18 +8,17 @@ use reef_core::{AgentState, TurnOutcome};
 use reef_store::{AgentRecord, InboxMessage};
 use serde_json::json;
 
-/// Records how the turn ended and finishes its message; a request gets the final text as
-/// its reply in the same transaction — unless the turn asked the operator something and
-/// completed, in which case the reply waits for the answer (`asked`). Budgets that ran out
-/// stop the agent and tell its parent. An error means the agent's state could not be
-/// written: the caller tries again later.
-pub(super) async fn finish(
+/// Finishes a message the turn read; a request gets the final text as its reply in the same
+/// transaction — unless the turn asked the operator something and completed, in which case
+/// the reply waits for the answer (`asked`). A failure is logged; the message stays claimed
+/// until the next start releases it.
+pub(super) async fn finish_message(
     rt: &Runtime,
     record: &AgentRecord,
     message: &InboxMessage,
     outcome: &TurnOutcome,
     asked: Option<&str>,
-) -> Result<(), RuntimeError> {
+) {
     let store = rt.store();
     if let (Some(_), Some(question), TurnOutcome::Completed { .. }) =
         (&message.request_id, asked, outcome)
@@ -30,7 +29,7 @@ pub(super) async fn finish(
             tracing::warn!(agent = %record.name, error = %err, "cannot finish an inbox message");
         }
         rt.bus().poke();
-        return Ok(());
+        return;
     }
     let finished = match outcome {
         TurnOutcome::Completed { text } => {
@@ -54,6 +53,18 @@ pub(super) async fn finish(
             tracing::warn!(agent = %record.name, error = %err, "cannot finish an inbox message");
         }
     }
+    rt.bus().poke();
+}
+
+/// What a turn's outcome means for the agent, once per turn: budgets that ran out stop it
+/// and tell its parent; a loop, a failure or an overflow is reported. An error means the
+/// agent's state could not be written: the caller tries again later.
+pub(super) async fn after_turn(
+    rt: &Runtime,
+    record: &AgentRecord,
+    inbox_id: u64,
+    outcome: &TurnOutcome,
+) -> Result<(), RuntimeError> {
     let budget = match outcome {
         TurnOutcome::MaxRounds { .. } => Some("rounds"),
         TurnOutcome::TimedOut { .. } => Some("wall_secs"),
@@ -68,7 +79,7 @@ pub(super) async fn finish(
             rt,
             &record.id,
             "agent.loop_detected",
-            json!({"tool": tool, "repeats": repeats, "inbox_id": message.id}),
+            json!({"tool": tool, "repeats": repeats, "inbox_id": inbox_id}),
         )
         .await;
         tell_parent(
@@ -77,9 +88,9 @@ pub(super) async fn finish(
             &format!(
                 "Agent {} was stopped mid-turn: it called `{tool}` {repeats} times with the same \
                  arguments. Its message #{} was set aside.",
-                record.name, message.id
+                record.name, inbox_id
             ),
-            message.id,
+            inbox_id,
         )
         .await;
     } else if let TurnOutcome::Failed { .. } | TurnOutcome::ContextOverflow { .. } = outcome {
@@ -87,7 +98,7 @@ pub(super) async fn finish(
             rt,
             record,
             &format!("Agent {}'s turn {}", record.name, describe(outcome)),
-            message.id,
+            inbox_id,
         )
         .await;
     }

@@ -81,6 +81,10 @@ fn translate(inbox_id: u64, msg: EventMsg) -> Option<(&'static str, Value)> {
         EventMsg::Steered { text, .. } => {
             ("turn.steered", json!({"inbox_id": inbox_id, "text": text}))
         }
+        EventMsg::SteerReturned { text } => (
+            "turn.steer_returned",
+            json!({"inbox_id": inbox_id, "text": text}),
+        ),
         EventMsg::ModelChanged { provider, model } => (
             "agent.model_changed",
             json!({"provider": provider, "model": model}),

@@ -46,14 +46,34 @@ impl Worker {
             // Tools run unconfined: say so on every turn, where the operator watches.
             record::event(rt, &record.id, "agent.warning", json!({"message": warning})).await;
         }
+        // Set before the turn starts, so its tools key their actions by this message.
+        *lock(&self.ctx.current) = Some(current(&messages[0]));
         let sub = handle.submit(Op::UserInput { text: input });
         // The messages each submission answers; a steered one joins the turn that read it.
         let mut pending: HashMap<SubmissionId, Vec<InboxMessage>> =
             HashMap::from([(sub, messages)]);
+        // Steered messages that found no round boundary: they make the next turn.
+        let mut leftover: Vec<InboxMessage> = Vec::new();
         let mut backoff = None;
         let mut broken = None;
-        while !pending.is_empty() {
+        while !pending.is_empty() || !leftover.is_empty() {
+            if pending.is_empty() {
+                let messages = std::mem::take(&mut leftover);
+                if !still_running(rt, record).await {
+                    for message in &messages {
+                        release(rt, record, message).await;
+                    }
+                    break;
+                }
+                *lock(&self.ctx.current) = Some(current(&messages[0]));
+                let sub = handle.submit(Op::UserInput {
+                    text: merged_input(&messages),
+                });
+                pending.insert(sub, messages);
+            }
             tokio::select! {
+                // A turn that ended is settled before a stop is looked at.
+                biased;
                 event = handle.next_event() => {
                     let Some(event) = event else {
                         // The session loop ended under us: put everything back and reopen.
@@ -62,9 +82,9 @@ impl Worker {
                     };
                     let inbox_id = pending.get(&event.id).and_then(|m| m.first()).map_or(0, |m| m.id);
                     match &event.msg {
-                        EventMsg::TurnStarted { .. } => {
-                            if let Some(message) = pending.get(&event.id).and_then(|m| m.first()) {
-                                *lock(&self.ctx.current) = Some(current(message));
+                        EventMsg::SteerReturned { .. } => {
+                            if let Some(returned) = pending.remove(&event.id) {
+                                leftover.extend(returned);
                             }
                         }
                         EventMsg::Steered { steer_id, .. } => {
@@ -151,14 +171,29 @@ async fn settle(
         .await;
         return Some(delay);
     }
+    // Every message is finished (a failure is logged and the message stays claimed until the
+    // next start releases it); what the outcome means for the agent happens once per turn.
     for (i, message) in messages.iter().enumerate() {
         let asked = if i == 0 { asked } else { None };
-        if let Err(err) = outcome::finish(rt, record, message, outcome, asked).await {
-            tracing::warn!(agent = %record.name, error = %err, "cannot record the turn's end");
-            return Some(STORE_RETRY);
-        }
+        outcome::finish_message(rt, record, message, outcome, asked).await;
+    }
+    if let Err(err) = outcome::after_turn(rt, record, first.id, outcome).await {
+        tracing::warn!(agent = %record.name, error = %err, "cannot record the turn's end");
+        return Some(STORE_RETRY);
     }
     None
+}
+
+/// Whether the agent may run another turn (not paused, stopped or failed meanwhile).
+async fn still_running(rt: &Runtime, record: &AgentRecord) -> bool {
+    match rt.store().get_agent(&record.id).await {
+        Ok(Some(agent)) => agent.state == reef_core::AgentState::Running,
+        Ok(None) => false,
+        Err(err) => {
+            tracing::warn!(agent = %record.name, error = %err, "cannot read the agent");
+            false
+        }
+    }
 }
 
 /// The agent's queue mode: its template's, else `daemon.queue_mode`.
