@@ -92,6 +92,16 @@ fn outcomes(events: &[EventMsg]) -> Vec<TurnOutcome> {
         .collect()
 }
 
+fn assert_all_completed(events: &[EventMsg]) {
+    let outcomes = outcomes(events);
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, TurnOutcome::Completed { .. })),
+        "{outcomes:?}"
+    );
+}
+
 fn store_in(dir: &Path) -> Store {
     Store::open(&dir.join("reef.db")).unwrap()
 }
@@ -106,13 +116,7 @@ async fn a_long_conversation_is_summarized_and_never_passes_the_window() {
     inputs.extend((2..=40).map(filler));
     let (session, events) = converse(session, inputs).await;
 
-    assert!(
-        outcomes(&events)
-            .iter()
-            .all(|o| matches!(o, TurnOutcome::Completed { .. })),
-        "{:?}",
-        outcomes(&events)
-    );
+    assert_all_completed(&events);
     let requests = mock.requests();
     for r in &requests {
         assert!(r.prompt_tokens() <= 4096, "{} tokens", r.prompt_tokens());
@@ -178,13 +182,7 @@ async fn a_context_length_error_compacts_once_and_retries() {
     let session = session_with_window(&mock, &store, options(dir.path()), 8192).await;
     let (session, events) = converse(session, (1..=12).map(filler).collect()).await;
 
-    assert!(
-        outcomes(&events)
-            .iter()
-            .all(|o| matches!(o, TurnOutcome::Completed { .. })),
-        "{:?}",
-        outcomes(&events)
-    );
+    assert_all_completed(&events);
     let refused = mock
         .requests()
         .iter()
@@ -262,11 +260,7 @@ async fn a_failing_summarizer_falls_back_to_truncation_with_a_warning() {
     let store = store_in(dir.path());
     let session = session_with_window(&mock, &store, options(dir.path()), 4096).await;
     let (_, events) = converse(session, (1..=12).map(filler).collect()).await;
-    assert!(
-        outcomes(&events)
-            .iter()
-            .all(|o| matches!(o, TurnOutcome::Completed { .. }))
-    );
+    assert_all_completed(&events);
     assert!(events.iter().any(|m| matches!(
         m,
         EventMsg::Warning { message } if message.contains("could not summarize")

@@ -63,21 +63,7 @@ fn translate(inbox_id: u64, msg: EventMsg) -> Option<(&'static str, Value)> {
         EventMsg::ModelRetry { attempt, error } => {
             ("model.retry", json!({"attempt": attempt, "error": error}))
         }
-        EventMsg::ContextCompacted {
-            strategy,
-            trigger,
-            from_seq,
-            to_seq,
-            tokens_before,
-            tokens_after,
-            window,
-            summary,
-        } => (
-            "session.compacted",
-            json!({"strategy": strategy, "trigger": trigger, "from_seq": from_seq,
-                   "to_seq": to_seq, "tokens_before": tokens_before,
-                   "tokens_after": tokens_after, "window": window, "summary": summary}),
-        ),
+        msg @ EventMsg::ContextCompacted { .. } => ("session.compacted", fields(&msg)),
         EventMsg::Steered { text, .. } => {
             ("turn.steered", json!({"inbox_id": inbox_id, "text": text}))
         }
@@ -107,4 +93,13 @@ fn translate(inbox_id: u64, msg: EventMsg) -> Option<(&'static str, Value)> {
             return None;
         }
     })
+}
+
+/// A protocol event's own fields, as the protocol serializes them, without its `type` tag.
+fn fields(msg: &EventMsg) -> Value {
+    let mut value = serde_json::to_value(msg).unwrap_or(Value::Null);
+    if let Some(map) = value.as_object_mut() {
+        map.remove("type");
+    }
+    value
 }
