@@ -359,6 +359,20 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Run a stored session again from one of its user messages, in a copy.
+    Replay {
+        /// A session id or a unique prefix of one.
+        id: String,
+        /// The seq of the user message to start from (`reef sessions show` numbers them).
+        #[arg(long)]
+        from: u64,
+        /// Another configured provider to replay with; default: `model.default`.
+        #[arg(long)]
+        model: Option<String>,
+        /// Print the replay's events as JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

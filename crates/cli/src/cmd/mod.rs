@@ -11,6 +11,7 @@ mod cost;
 mod doctor;
 mod memory;
 mod models;
+mod replay;
 mod run;
 pub mod sandbox;
 mod serve;

@@ -1,4 +1,4 @@
-//! `reef sessions list|show`: stored sessions and their transcripts, with each compaction
+//! `reef sessions list|show` (and dispatch of `replay`): stored sessions and their transcripts, with each compaction
 //! shown where it happened.
 
 use crate::args::SessionsCommand;
@@ -29,6 +29,14 @@ pub async fn sessions(overrides: &[String], command: SessionsCommand) -> anyhow:
                     );
                 }
             }
+        }
+        SessionsCommand::Replay {
+            id,
+            from,
+            model,
+            json,
+        } => {
+            return super::replay::replay(&config, &store, &id, from, model.as_deref(), json).await;
         }
         SessionsCommand::Show { id, json } => {
             let id = store.resolve_session(&id).await?;

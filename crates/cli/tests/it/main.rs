@@ -11,6 +11,7 @@ mod escapes;
 mod failures;
 mod memory;
 mod models;
+mod replay;
 mod sandbox;
 mod secrets;
 mod trust;
