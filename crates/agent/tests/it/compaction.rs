@@ -4,13 +4,11 @@
 
 use crate::{options, until};
 use reef_agent::{Session, SessionOptions};
-use reef_core::{CompactionStrategy, EventMsg, Op, TurnOutcome, WireApi};
-use reef_llm::ProviderSettings;
+use reef_core::{CompactionStrategy, EventMsg, Op, TurnOutcome};
 use reef_store::Store;
 use reef_test_support::{MockLlm, MockReply, RecordedRequest};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Marks the summarizer's request (its system prompt).
 const SUMMARIZER: &str = "You compact the history";
@@ -46,17 +44,7 @@ async fn session_with_window(
     opts: SessionOptions,
     window: u32,
 ) -> Session {
-    let settings = ProviderSettings {
-        name: "mock".into(),
-        wire_api: WireApi::OpenaiChat,
-        base_url: mock.base_url(),
-        model: "mock-model".into(),
-        max_retries: 0,
-        retry_base: Duration::from_millis(1),
-        context_tokens: window,
-        ..ProviderSettings::default()
-    };
-    let model = reef_llm::build_client(settings).unwrap();
+    let model = crate::mock_model(mock, 0, window);
     let tools = Arc::new(reef_tools::ToolRegistry::default());
     Session::create(model, tools, store.clone(), opts)
         .await

@@ -49,16 +49,11 @@ pub(crate) async fn session_with_retries(
     opts: SessionOptions,
     max_retries: u32,
 ) -> Session {
-    let settings = ProviderSettings {
-        name: "mock".into(),
-        wire_api: WireApi::OpenaiChat,
-        base_url: mock.base_url(),
-        model: "mock-model".into(),
+    let model = mock_model(
+        mock,
         max_retries,
-        retry_base: Duration::from_millis(1),
-        ..ProviderSettings::default()
-    };
-    let model = reef_llm::build_client(settings).unwrap();
+        ProviderSettings::default().context_tokens,
+    );
     let tools = Arc::new(reef_tools::builtin_registry(
         // Tools run in the real default sandbox, as they do for users.
         Arc::new(Sandbox::new(SandboxPolicy {
@@ -74,6 +69,25 @@ pub(crate) async fn session_with_retries(
     Session::create(model, tools, store.clone(), opts)
         .await
         .unwrap()
+}
+
+/// An OpenAI-wire client of `mock` with a `window`-token context.
+pub(crate) fn mock_model(
+    mock: &MockLlm,
+    max_retries: u32,
+    window: u32,
+) -> Arc<dyn reef_core::ModelClient> {
+    reef_llm::build_client(ProviderSettings {
+        name: "mock".into(),
+        wire_api: WireApi::OpenaiChat,
+        base_url: mock.base_url(),
+        model: "mock-model".into(),
+        max_retries,
+        retry_base: Duration::from_millis(1),
+        context_tokens: window,
+        ..ProviderSettings::default()
+    })
+    .unwrap()
 }
 
 /// Reads events until one matches `pred`, returning everything read.
