@@ -4,6 +4,7 @@ use crate::session::{Emitter, Session};
 use futures::future::join_all;
 use reef_core::{EventMsg, Message, Tool, ToolCall, ToolContext, ToolOutput};
 use reef_workspace::{Workspace, WorkspaceError};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -12,9 +13,11 @@ const PREVIEW_CHARS: usize = 1500;
 
 /// Runs every call of a round concurrently (a model emits calls of one round as independent)
 /// and returns the tool-result messages in the order the calls were made.
+/// A call in `skipped` does not run: its result is the error text given there.
 pub(crate) async fn run_calls(
     session: &Session,
     calls: &[ToolCall],
+    skipped: &HashMap<String, String>,
     emitter: &Emitter,
 ) -> Vec<Message> {
     let futures = calls.iter().map(|call| {
@@ -23,7 +26,13 @@ pub(crate) async fn run_calls(
             name: call.name.clone(),
             arguments: call.arguments.clone(),
         });
-        run_one(session, call.clone())
+        let skip = skipped.get(call.id.as_str()).cloned();
+        async move {
+            match skip {
+                Some(error) => (ToolOutput::error(error), None),
+                None => run_one(session, call.clone()).await,
+            }
+        }
     });
     let outputs = join_all(futures).await;
     let mut messages = Vec::with_capacity(calls.len());

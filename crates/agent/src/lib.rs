@@ -7,6 +7,7 @@
 
 mod archive;
 mod compact;
+mod debug;
 mod dispatch;
 mod error;
 mod handle;
@@ -20,6 +21,7 @@ mod turn;
 
 pub use archive::ARCHIVE_DIR;
 pub use compact::NOTHING_TO_COMPACT;
+pub use debug::{Debugger, Resume, Stop, StopAt, StopKind};
 pub use error::AgentError;
 pub use handle::{AgentHandle, spawn};
 pub use prompt::NOTES_FILE;

@@ -1,5 +1,6 @@
 //! One conversation: its identity, history, model, tools and the store it is persisted in.
 
+use crate::debug::{Debugger, PauseClock};
 use crate::error::AgentError;
 use crate::history::{self, Held};
 use crate::meter::ContextMeter;
@@ -92,6 +93,10 @@ pub struct Session {
     /// A prompt size the current provider refused as too long: the window is taken to be
     /// below it from then on.
     pub(crate) refused_at: Option<u64>,
+    /// Stops turns for an operator (`reef agent debug`).
+    pub(crate) debugger: Option<Arc<dyn Debugger>>,
+    /// Time the running turn waited at stops.
+    pub(crate) pauses: PauseClock,
 }
 
 impl Session {
@@ -138,6 +143,8 @@ impl Session {
             models: None,
             steers: SteerQueue::default(),
             refused_at: None,
+            debugger: None,
+            pauses: PauseClock::default(),
         }
     }
 
@@ -182,6 +189,11 @@ impl Session {
     /// Lets `Op::SetModel` find models by provider name.
     pub fn set_model_resolver(&mut self, models: ModelResolver) {
         self.models = Some(models);
+    }
+
+    /// Lets a debugger stop the following turns before model requests and tool calls.
+    pub fn set_debugger(&mut self, debugger: Arc<dyn Debugger>) {
+        self.debugger = Some(debugger);
     }
 
     /// Long-term memory for `archive` compaction.

@@ -1,5 +1,6 @@
 //! The turn loop: model → tool calls → results → model, until a final answer or a budget ends it.
 
+use crate::debug::{StopAt, StopKind};
 use crate::dispatch;
 use crate::error::AgentError;
 use crate::meter;
@@ -27,21 +28,27 @@ impl Session {
             id: submission,
         };
         self.turn = TurnState::default();
+        self.pauses.reset();
         emitter.emit(EventMsg::TurnStarted {
             session_id: self.id.clone(),
         });
         let budget = self.opts.max_wall;
-        let outcome = match tokio::time::timeout(budget, self.turn_inner(input, &emitter)).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(err)) => {
-                emitter.emit(EventMsg::Error {
-                    message: err.to_string(),
-                });
-                TurnOutcome::Failed {
-                    error: err.to_string(),
+        // The wall clock stands still while the turn waits at a debugger's stop.
+        let pauses = self.pauses.clone();
+        let start = tokio::time::Instant::now();
+        let outcome = tokio::select! {
+            result = self.turn_inner(input, &emitter) => match result {
+                Ok(outcome) => outcome,
+                Err(err) => {
+                    emitter.emit(EventMsg::Error {
+                        message: err.to_string(),
+                    });
+                    TurnOutcome::Failed {
+                        error: err.to_string(),
+                    }
                 }
-            }
-            Err(_) => TurnOutcome::TimedOut {
+            },
+            () = pauses.expired(start, budget) => TurnOutcome::TimedOut {
                 limit_secs: budget.as_secs(),
             },
         };
@@ -79,6 +86,10 @@ impl Session {
                     return Ok(TurnOutcome::ContextOverflow { tokens, window });
                 }
             };
+            if self.stops_at(StopKind::Round) {
+                // Only tool calls can be skipped or edited: every answer sends the request.
+                self.pause_at(StopAt::ModelRequest).await;
+            }
             let response = match self.send(&request, emitter).await {
                 Err(AgentError::Model(err)) if err.kind == ModelErrorKind::ContextLength => {
                     // The provider counts differently: its window is below this prompt.
@@ -117,6 +128,8 @@ impl Session {
             let used = self.turn.usage.input_tokens + self.turn.usage.output_tokens;
 
             let (text, calls) = self.resolve_calls(response.content, response.tool_calls, emitter);
+            // Before the calls are stored, so an edited call is stored as it runs.
+            let (calls, skipped) = self.debug_calls(calls).await;
             self.persist(Message::Assistant {
                 content: text.clone(),
                 tool_calls: calls.clone(),
@@ -146,7 +159,7 @@ impl Session {
                 return Ok(TurnOutcome::LoopDetected { tool, repeats });
             }
 
-            let results = dispatch::run_calls(self, &calls, emitter).await;
+            let results = dispatch::run_calls(self, &calls, &skipped, emitter).await;
             for message in results {
                 self.persist(message).await?;
             }

@@ -176,6 +176,7 @@ impl Runtime {
                 .await?;
         }
         self.stop_worker(&agent.id).await;
+        self.inner.debuggers.remove(&agent.id);
         // Whoever waits for a reply from this agent is told not to.
         for item in self
             .inner

@@ -53,6 +53,7 @@ pub(crate) struct Inner {
     pub background: Mutex<Vec<JoinHandle<()>>>,
     /// Events that could not be written to the history (logged when it happened).
     pub lost_events: AtomicU64,
+    pub debuggers: crate::debug::Debuggers,
 }
 
 /// What a start found and repaired.
@@ -109,8 +110,10 @@ impl Runtime {
                 in_flight: crate::questions::InFlight::default(),
                 background: Mutex::new(vec![pump]),
                 lost_events: AtomicU64::new(0),
+                debuggers: crate::debug::Debuggers::default(),
             }),
         };
+        runtime.cancel_stale_breakpoints().await?;
         let expiry = tokio::spawn(crate::expiry::run(Arc::downgrade(&runtime.inner)));
         lock(&runtime.inner.background).push(expiry);
         if released > 0 {

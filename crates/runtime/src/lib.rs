@@ -6,6 +6,7 @@
 
 mod agents;
 mod bus;
+mod debug;
 mod error;
 mod expiry;
 mod gate;
@@ -18,6 +19,7 @@ mod worker;
 
 pub use agents::{ROOM_AGENTS, ROOM_CONTROL, SpawnRequest, Spawned, check_name};
 pub use bus::{Bus, EventFilter};
+pub use debug::{Breakpoint, DebugCommand, DebugStatus, MAX_DEBUG_WAIT, PausedView};
 pub use error::RuntimeError;
 pub use kernel::{Recovery, Runtime, RuntimeOptions};
 pub use messaging::{MAX_MESSAGE_BYTES, Sender, Sent};

@@ -90,7 +90,7 @@ impl Runtime {
     ) -> Result<PendingItem, RuntimeError> {
         let prefix = match kind {
             PendingKind::Approval => "ap",
-            PendingKind::Question | PendingKind::Request => "q",
+            PendingKind::Question | PendingKind::Request | PendingKind::Breakpoint => "q",
         };
         let id = crate::messaging::pending_id(prefix, key, &asker.id);
         if let Ok(existing) = self.inner.store.get_pending(&id).await {
@@ -129,6 +129,11 @@ impl Runtime {
     pub async fn answer(&self, id: &str, text: &str) -> Result<PendingItem, RuntimeError> {
         crate::messaging::check_text("answer", text)?;
         let item = self.inner.store.get_pending(id).await?;
+        if item.kind == PendingKind::Breakpoint {
+            // A debug command: step, continue, skip TEXT, edit JSON.
+            self.answer_breakpoint(&item, text).await?;
+            return Ok(self.inner.store.get_pending(&item.id).await?);
+        }
         if item.kind != PendingKind::Question {
             return Err(RuntimeError::invalid(
                 "id",
@@ -229,6 +234,11 @@ impl Runtime {
     /// Withdraws a question, approval or request; whoever waits is told.
     pub async fn cancel(&self, id: &str) -> Result<PendingItem, RuntimeError> {
         let item = self.inner.store.get_pending(id).await?;
+        if item.kind == PendingKind::Breakpoint {
+            // Withdrawing a stop lets the turn go on.
+            self.answer_breakpoint(&item, "continue").await?;
+            return Ok(self.inner.store.get_pending(&item.id).await?);
+        }
         if self.inner.in_flight.contains(&item.id) {
             return Err(RuntimeError::Conflict(format!(
                 "approval {} is running right now; it can no longer be cancelled",
@@ -283,7 +293,7 @@ impl Runtime {
 fn article(kind: PendingKind) -> &'static str {
     match kind {
         PendingKind::Approval => "an",
-        PendingKind::Question | PendingKind::Request => "a",
+        PendingKind::Question | PendingKind::Request | PendingKind::Breakpoint => "a",
     }
 }
 

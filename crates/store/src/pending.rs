@@ -23,6 +23,9 @@ pub enum PendingKind {
     Approval,
     /// A message to another agent whose reply is awaited.
     Request,
+    /// A daemon agent's turn paused by the operator's debugger; the agent is not told of
+    /// its resolution (its turn goes on).
+    Breakpoint,
 }
 
 impl PendingKind {
@@ -31,6 +34,7 @@ impl PendingKind {
             PendingKind::Question => "question",
             PendingKind::Approval => "approval",
             PendingKind::Request => "request",
+            PendingKind::Breakpoint => "breakpoint",
         }
     }
 
@@ -39,6 +43,7 @@ impl PendingKind {
             PendingKind::Question,
             PendingKind::Approval,
             PendingKind::Request,
+            PendingKind::Breakpoint,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)
@@ -303,7 +308,9 @@ pub(crate) fn resolve_in(
         item.agent_id.as_ref(),
         &json!({"id": id, "answer": answer, "by": sender}),
     )?;
-    if let Some(agent) = &item.agent_id {
+    if let Some(agent) = &item.agent_id
+        && item.kind != PendingKind::Breakpoint
+    {
         let sender = match (sender, &item.target_id) {
             (Some(s), _) => s.to_owned(),
             (None, Some(target)) => agent_name(tx, target)?,
@@ -343,7 +350,7 @@ fn notice(item: &PendingItem) -> String {
                 .and_then(|q| q.as_str())
                 .unwrap_or("")
         ),
-        PendingKind::Request => format!("your request {}", item.id),
+        PendingKind::Request | PendingKind::Breakpoint => format!("your request {}", item.id),
     };
     match (item.status, &item.answer) {
         (PendingStatus::Answered, Some(answer)) => format!("Answer to {what}:\n{answer}"),

@@ -52,6 +52,7 @@ pub(super) async fn open(
             .map_err(|e| OpenError::Transient(e.into()))?;
     }
     session.set_memory(rt.inner.memory.clone());
+    session.set_debugger(rt.debugger(record));
     let weak: Weak<Inner> = Arc::downgrade(&rt.inner);
     session.set_model_resolver(Arc::new(move |name: Option<&str>| {
         let rt = Runtime::from_weak(&weak).map_err(|e| e.to_string())?;

@@ -9,7 +9,7 @@ mod assembly;
 mod budget;
 mod control;
 mod outcome;
-mod record;
+pub(crate) mod record;
 mod turn;
 
 pub(crate) use assembly::registry_for;

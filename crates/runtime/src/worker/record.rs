@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 const EVENT_OUTPUT_CHARS: usize = 2000;
 
 /// Appends an event for `agent` and wakes the bus.
-pub(super) async fn event(rt: &Runtime, agent: &AgentId, kind: &str, data: Value) {
+pub(crate) async fn event(rt: &Runtime, agent: &AgentId, kind: &str, data: Value) {
     if let Err(err) = rt.store().append_event(kind, Some(agent), data).await {
         rt.inner.lost_events.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(%agent, kind, error = %err, "cannot record an event");

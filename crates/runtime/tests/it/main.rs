@@ -3,5 +3,6 @@
 
 mod approvals;
 mod daemon;
+mod debug;
 mod long_life;
 mod templates;

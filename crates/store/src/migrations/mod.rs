@@ -12,6 +12,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0006_vectors_sessions.sql")),
     M::up(include_str!("0007_secret_fingerprints.sql")),
     M::up(include_str!("0008_compactions.sql")),
+    M::up(include_str!("0009_breakpoints.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -24,6 +25,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 8);
+        assert_eq!(ALL.len(), 9);
     }
 }
