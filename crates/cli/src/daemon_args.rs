@@ -97,6 +97,24 @@ pub enum AgentCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Step through the agent's turns: pause before tool calls (--break tool=shell) or
+    /// model requests (--break round), then step, continue, skip, edit or inspect. Without
+    /// COMMAND: an interactive session on stdin (end of input clears the breakpoints).
+    Debug {
+        name: String,
+        /// Where to stop: `round`, `tool` (any tool) or `tool=NAME`; repeatable. Replaces
+        /// the agent's breakpoints.
+        #[arg(long = "break", value_name = "SPEC")]
+        breaks: Vec<String>,
+        /// With `wait`: give up after this many seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        timeout: u64,
+        #[arg(long)]
+        json: bool,
+        /// status | wait | step | continue | skip TEXT | edit JSON | inspect | off
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// Replace the agent's persona.
     Persona {
         name: String,

@@ -468,44 +468,9 @@ impl Runtime {
         item: Option<&str>,
         command: DebugCommand,
     ) -> Result<DebugStatus, RuntimeError> {
-        let name = &debugger.name;
-        let mut state = lock(&debugger.state);
-        let Some(paused) = state.paused.as_mut() else {
-            return Err(RuntimeError::Conflict(format!(
-                "agent {name} is not paused at a breakpoint (`reef agent debug {name} status` \
-                 shows its breakpoints)"
-            )));
-        };
-        if let Some(id) = item
-            && id != paused.id
-        {
-            return Err(not_waiting(id));
-        }
-        let tool_call = matches!(paused.stop.at, StopAt::ToolCall(_));
-        let word = command.name();
-        let stepping = match &command {
-            DebugCommand::Step => Some(true),
-            DebugCommand::Continue => Some(false),
-            _ => None,
-        };
-        let resume = match command {
-            DebugCommand::Inspect => {
-                drop(state);
-                return Ok(debugger.status(true));
-            }
-            DebugCommand::Edit { arguments } => {
-                if !tool_call {
-                    return Err(not_a_call(name, "edit"));
-                }
-                if !arguments.is_object() {
-                    return Err(RuntimeError::invalid(
-                        "arguments",
-                        format!("must be a JSON object, got {arguments}"),
-                    ));
-                }
-                paused.edited = Some(arguments.clone());
-                let id = paused.id.clone();
-                drop(state);
+        let (paused, resume, word) = match decide(debugger, item, command)? {
+            Decision::Show(status) => return Ok(status),
+            Decision::Edited { id, arguments } => {
                 crate::worker::record::event(
                     self,
                     &debugger.agent,
@@ -515,19 +480,12 @@ impl Runtime {
                 .await;
                 return Ok(debugger.status(false));
             }
-            DebugCommand::Skip { error } if tool_call => Resume::Skip { error },
-            DebugCommand::Skip { .. } => return Err(not_a_call(name, "skip")),
-            DebugCommand::Step | DebugCommand::Continue => Resume::Proceed {
-                arguments: paused.edited.as_ref().map(Value::to_string),
-            },
+            Decision::Resume {
+                paused,
+                resume,
+                word,
+            } => (paused, resume, word),
         };
-        let Some(paused) = state.paused.take() else {
-            return Err(not_waiting(item.unwrap_or("the breakpoint")));
-        };
-        if let Some(stepping) = stepping {
-            state.stepping = stepping;
-        }
-        drop(state);
         let answer = match (&resume, &paused.edited) {
             (Resume::Skip { error }, _) => format!("skip: {error}"),
             (_, Some(arguments)) => format!("{word} with arguments {arguments}"),
@@ -544,7 +502,7 @@ impl Runtime {
             return Err(err.into());
         }
         if paused.reply.send(resume).is_err() {
-            tracing::debug!(agent = %name, "the paused turn was gone");
+            tracing::debug!(agent = %debugger.name, "the paused turn was gone");
         }
         debugger.bump();
         self.inner.bus.poke();
@@ -573,6 +531,85 @@ impl Runtime {
         }
         Ok(())
     }
+}
+
+/// What a command does to a paused agent, decided under its lock.
+enum Decision {
+    /// Nothing changes; show this.
+    Show(DebugStatus),
+    /// The call's arguments were replaced; the agent stays paused.
+    Edited { id: String, arguments: Value },
+    /// The stop is over (taken out of the state): answer it and let the turn go on.
+    Resume {
+        paused: Paused,
+        resume: Resume,
+        word: &'static str,
+    },
+}
+
+fn decide(
+    debugger: &AgentDebugger,
+    item: Option<&str>,
+    command: DebugCommand,
+) -> Result<Decision, RuntimeError> {
+    let name = &debugger.name;
+    let mut state = lock(&debugger.state);
+    let Some(paused) = state.paused.as_mut() else {
+        return Err(RuntimeError::Conflict(format!(
+            "agent {name} is not paused at a breakpoint (`reef agent debug {name} status` \
+             shows its breakpoints)"
+        )));
+    };
+    if let Some(id) = item
+        && id != paused.id
+    {
+        return Err(not_waiting(id));
+    }
+    let tool_call = matches!(paused.stop.at, StopAt::ToolCall(_));
+    let word = command.name();
+    let stepping = match &command {
+        DebugCommand::Step => Some(true),
+        DebugCommand::Continue => Some(false),
+        _ => None,
+    };
+    let resume = match command {
+        DebugCommand::Inspect => {
+            drop(state);
+            return Ok(Decision::Show(debugger.status(true)));
+        }
+        DebugCommand::Edit { arguments } => {
+            if !tool_call {
+                return Err(not_a_call(name, "edit"));
+            }
+            if !arguments.is_object() {
+                return Err(RuntimeError::invalid(
+                    "arguments",
+                    format!("must be a JSON object, got {arguments}"),
+                ));
+            }
+            paused.edited = Some(arguments.clone());
+            return Ok(Decision::Edited {
+                id: paused.id.clone(),
+                arguments,
+            });
+        }
+        DebugCommand::Skip { error } if tool_call => Resume::Skip { error },
+        DebugCommand::Skip { .. } => return Err(not_a_call(name, "skip")),
+        DebugCommand::Step | DebugCommand::Continue => Resume::Proceed {
+            arguments: paused.edited.as_ref().map(Value::to_string),
+        },
+    };
+    let Some(paused) = state.paused.take() else {
+        return Err(not_waiting(item.unwrap_or("the breakpoint")));
+    };
+    if let Some(stepping) = stepping {
+        state.stepping = stepping;
+    }
+    Ok(Decision::Resume {
+        paused,
+        resume,
+        word,
+    })
 }
 
 fn not_waiting(id: &str) -> RuntimeError {

@@ -251,12 +251,12 @@ impl From<RoomRecord> for RoomView {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct PendingView {
     pub id: String,
-    /// question, approval or request.
+    /// question, approval, request or breakpoint.
     pub kind: String,
     /// The waiting agent's id; null = the operator.
     pub agent_id: Option<String>,
     pub target_id: Option<String>,
-    /// question/options, command/pattern, or the request text.
+    /// question/options, command/pattern, the request text, or the agent and its stop.
     pub payload: serde_json::Value,
     /// pending, answered, cancelled or expired.
     pub status: String,

@@ -315,12 +315,12 @@ pub async fn list_questions(
 ) -> Api<Vec<PendingView>> {
     let kinds: Vec<&str> = match q.kind.as_deref() {
         // Requests are between agents; the operator's own show up when asked for.
-        None => vec!["question", "approval"],
-        Some(k @ ("question" | "approval" | "request")) => vec![k],
+        None => vec!["question", "approval", "breakpoint"],
+        Some(k @ ("question" | "approval" | "request" | "breakpoint")) => vec![k],
         Some(other) => {
             return Err(ApiError::invalid(
                 "kind",
-                format!("{other:?} is not question, approval or request"),
+                format!("{other:?} is not question, approval, request or breakpoint"),
             ));
         }
     };

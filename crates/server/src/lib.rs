@@ -3,6 +3,7 @@
 //! and an OpenAPI document generated from the same route table as the router.
 
 mod auth;
+mod debug;
 mod dto;
 mod error;
 mod extract;

@@ -3,6 +3,7 @@
 //! document cannot describe a route that does not exist or miss one that does.
 
 use crate::AppState;
+use crate::debug::{self as dbg, BreakpointsBody, DebugCommandBody, DebugView};
 use crate::dto::*;
 use crate::handlers as h;
 use axum::routing::{MethodRouter, delete, get, post, put};
@@ -196,6 +197,50 @@ pub(crate) fn table() -> Vec<Route> {
             None,
             (200, Some(schema::<ResetView>)),
             post(h::reset_agent),
+        ),
+        route(
+            "get",
+            "/v1/agents/{name}/debug",
+            "getAgentDebug",
+            "The agent's breakpoints and the stop its turn waits at",
+            &[(
+                "wait",
+                "integer",
+                "seconds to wait for the agent to pause at a breakpoint (at most 60)",
+            )],
+            None,
+            (200, Some(schema::<DebugView>)),
+            get(dbg::status),
+        ),
+        route(
+            "put",
+            "/v1/agents/{name}/debug",
+            "setAgentBreakpoints",
+            "Replace the agent's breakpoints (round, tool, tool=NAME); an empty list ends debugging",
+            &[],
+            Some(schema::<BreakpointsBody>),
+            (200, Some(schema::<DebugView>)),
+            put(dbg::set),
+        ),
+        route(
+            "delete",
+            "/v1/agents/{name}/debug",
+            "endAgentDebug",
+            "Clear the agent's breakpoints; a paused turn goes on",
+            &[],
+            None,
+            (200, Some(schema::<DebugView>)),
+            delete(dbg::off),
+        ),
+        route(
+            "post",
+            "/v1/agents/{name}/debug",
+            "debugAgent",
+            "Tell the paused agent to step, continue, skip the call, edit its arguments or show its context; 409 when it is not paused",
+            &[],
+            Some(schema::<DebugCommandBody>),
+            (200, Some(schema::<DebugView>)),
+            post(dbg::command),
         ),
         route(
             "put",

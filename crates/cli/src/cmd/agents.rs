@@ -173,6 +173,22 @@ pub async fn agent(overrides: &[String], command: AgentCommand) -> anyhow::Resul
             .await?,
             json,
         ),
+        AgentCommand::Debug {
+            name,
+            breaks,
+            timeout,
+            json,
+            command,
+        } => {
+            let args = crate::cmd::debug::DebugArgs {
+                name,
+                breaks,
+                command,
+                timeout,
+                json,
+            };
+            return crate::cmd::debug::debug(&c, args).await;
+        }
         AgentCommand::Persona {
             name,
             persona,
@@ -280,6 +296,13 @@ pub async fn questions(overrides: &[String], args: QuestionsArgs) -> anyhow::Res
                 }
             }
             "approval" => format!("run `{}`?", q["payload"]["command"].as_str().unwrap_or("")),
+            "breakpoint" => match q["payload"]["stop"]["tool"].as_str() {
+                Some(tool) => format!(
+                    "paused before `{tool}` {} (reef agent debug)",
+                    q["payload"]["stop"]["arguments"]
+                ),
+                None => "paused before a model request (reef agent debug)".to_owned(),
+            },
             _ => q["payload"]["text"].as_str().unwrap_or("").to_owned(),
         };
         println!(

@@ -71,6 +71,18 @@ impl Client {
         path: &str,
         body: Option<Value>,
     ) -> anyhow::Result<Value> {
+        self.request(method, path, body, exit::RUNTIME).await
+    }
+
+    /// A request whose `409 Conflict` (the target is not in a state for it) exits with
+    /// `conflict`.
+    pub async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        conflict: u8,
+    ) -> anyhow::Result<Value> {
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.base))
@@ -107,6 +119,7 @@ impl Client {
             .map_or_else(|| format!("the daemon answered {status}"), str::to_owned);
         let code = match status.as_u16() {
             400 | 401 | 404 => exit::USAGE,
+            409 => conflict,
             _ => exit::RUNTIME,
         };
         Err(anyhow::Error::new(Exit { code, message }))

@@ -8,6 +8,7 @@ mod chat;
 mod client;
 mod config;
 mod cost;
+mod debug;
 mod doctor;
 mod memory;
 mod models;

@@ -150,7 +150,7 @@ fn chat_compacts_starts_a_new_session_and_switches_models_on_one_session() {
 
 /// A daemon home whose agents run on `mock`, with a window so large that nothing compacts on
 /// its own, and tools in the default sandbox (required).
-fn roomy_daemon_home(mock: &MockLlm) -> TestHome {
+pub(crate) fn roomy_daemon_home(mock: &MockLlm) -> TestHome {
     let home = TestHome::new();
     home.write_config(&format!(
         "[providers.main]\nbase_url = \"{}\"\nmodel = \"mock-model\"\nstream = false\n\

@@ -6,6 +6,7 @@ mod compaction;
 mod cost;
 mod crash;
 mod daemon;
+mod debug;
 mod e2e;
 mod escapes;
 mod failures;

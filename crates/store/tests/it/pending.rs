@@ -38,6 +38,43 @@ fn question(id: &str, asker: &AgentId, expires_at: Option<i64>) -> NewPending {
 }
 
 #[tokio::test]
+async fn a_resolved_breakpoint_is_recorded_but_sends_the_agent_nothing() {
+    let store = Store::open_in_memory().unwrap();
+    let agent = agent(&store, "w1").await;
+    let mut stop = question("bp_1", &agent, None);
+    stop.kind = PendingKind::Breakpoint;
+    stop.payload = json!({"agent": "w1", "stop": {"at": "tool_call", "tool": "shell"}});
+    store.create_pending(stop).await.unwrap();
+    let listed = store
+        .list_pending(Some(PendingStatus::Pending))
+        .await
+        .unwrap();
+    assert_eq!(listed[0].kind, PendingKind::Breakpoint);
+    store
+        .resolve_pending("bp_1", PendingStatus::Answered, Some("step".into()), None)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .inbox(&agent, InboxStatus::Pending)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let kinds: Vec<String> = store
+        .events_after(0, Some(&agent), 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        ["agent.spawned", "breakpoint.created", "breakpoint.answered"]
+    );
+}
+
+#[tokio::test]
 async fn an_answered_question_wakes_the_asker_once_and_cannot_be_answered_again() {
     let store = Store::open_in_memory().unwrap();
     let asker = agent(&store, "w1").await;
