@@ -365,4 +365,7 @@ pub struct HealthView {
     pub agents: usize,
     /// Set when tools run without the kernel sandbox.
     pub sandbox_warning: Option<String>,
+    /// Events that could not be written to the history since the daemon started (each was
+    /// logged); not 0 means the store is failing.
+    pub lost_events: u64,
 }

@@ -52,6 +52,7 @@ pub async fn health(State(s): State<AppState>) -> Api<HealthView> {
         version: env!("CARGO_PKG_VERSION").into(),
         agents: s.runtime.list_agents().await?.len(),
         sandbox_warning: s.runtime.sandbox_warning().map(str::to_owned),
+        lost_events: s.runtime.lost_events(),
     }))
 }
 

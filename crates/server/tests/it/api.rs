@@ -129,6 +129,7 @@ async fn every_route_needs_the_token() {
     let (status, health) = api.call("GET", "/v1/health", None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(health["status"], "ok");
+    assert_eq!(health["lost_events"], 0);
     api.runtime.shutdown().await;
 }
 
