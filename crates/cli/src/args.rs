@@ -179,6 +179,10 @@ pub enum BenchCommand {
     /// The embedded model: load time, prompt and generation tokens/s, and the end-to-end
     /// latency of a tool-using task run as a real agent turn.
     Model(BenchModelArgs),
+    /// The agent task suite: small file-and-shell tasks run as `reef run` turns, each in a
+    /// fresh workspace and checked by its effect or its answer; pass rate, rounds, tokens and
+    /// wall time per task.
+    Agent(BenchAgentArgs),
     /// Memory search: recall@5 of keyword, vector and hybrid search on the built-in labelled
     /// set, embedding throughput per thread, and ingest rate and p50/p99 query latency per mode
     /// over N chunks.
@@ -199,6 +203,23 @@ pub struct BenchMemoryArgs {
     /// Only the retrieval-quality check (no throughput or scale test).
     #[arg(long)]
     pub quality_only: bool,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchAgentArgs {
+    /// A configured provider, or a catalogue model run by the embedded engine (default:
+    /// model.default).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// A suite file (TOML, the format of the built-in `data/agent-suite.toml`).
+    #[arg(long, value_name = "FILE")]
+    pub suite: Option<std::path::PathBuf>,
+    /// Run only this task (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub task: Option<Vec<String>>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,

@@ -2,7 +2,9 @@
 
 mod agents;
 #[cfg(feature = "local")]
+mod agent_suite;
 mod bench;
+mod bench_agent;
 mod bench_memory;
 mod chat;
 mod client;
@@ -58,6 +60,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Bench {
             command: BenchCommand::Memory(args),
         } => bench_memory::memory(&cli.overrides, args).await,
+        Command::Bench {
+            command: BenchCommand::Agent(args),
+        } => bench_agent::agent(&cli.overrides, args).await,
     }
 }
 
