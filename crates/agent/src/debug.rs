@@ -70,12 +70,17 @@ impl Session {
         self.debugger.as_ref().is_some_and(|d| d.stops_at(kind))
     }
 
-    /// Waits at a stop before `at` until the debugger lets the turn go on.
-    pub(crate) async fn pause_at(&self, at: StopAt) -> Resume {
+    /// Waits at a stop before `at` until the debugger lets the turn go on. `pending` is the
+    /// model's message of this round, not stored yet (at a tool call).
+    pub(crate) async fn pause_at(&self, at: StopAt, pending: Option<Message>) -> Resume {
         let Some(debugger) = self.debugger.clone() else {
             return Resume::Proceed { arguments: None };
         };
-        let (request, measure) = self.next_request().await;
+        let (mut request, mut measure) = self.next_request().await;
+        if let Some(message) = pending {
+            request.messages.push(message);
+            measure = self.meter.measure(self.model.as_ref(), &request).await;
+        }
         let stop = Stop {
             round: self.turn.rounds,
             at,
@@ -92,20 +97,27 @@ impl Session {
     /// (by call id).
     pub(crate) async fn debug_calls(
         &self,
+        text: &str,
         mut calls: Vec<ToolCall>,
     ) -> (Vec<ToolCall>, HashMap<String, String>) {
         let mut skipped = HashMap::new();
-        for call in &mut calls {
-            if !self.stops_at(StopKind::Tool(&call.name)) {
+        for i in 0..calls.len() {
+            if !self.stops_at(StopKind::Tool(&calls[i].name)) {
                 continue;
             }
-            match self.pause_at(StopAt::ToolCall(call.clone())).await {
+            // The context shows the round's calls as they stand (earlier edits included).
+            let pending = Message::Assistant {
+                content: text.to_owned(),
+                tool_calls: calls.clone(),
+            };
+            let at = StopAt::ToolCall(calls[i].clone());
+            match self.pause_at(at, Some(pending)).await {
                 Resume::Proceed { arguments: None } => {}
                 Resume::Proceed {
                     arguments: Some(arguments),
-                } => call.arguments = arguments,
+                } => calls[i].arguments = arguments,
                 Resume::Skip { error } => {
-                    skipped.insert(call.id.as_str().to_owned(), error);
+                    skipped.insert(calls[i].id.as_str().to_owned(), error);
                 }
             }
         }
@@ -146,18 +158,24 @@ impl PauseClock {
         (state.total + now, state.since.is_some())
     }
 
-    /// Completes once `budget` has passed since `start`, not counting pauses.
+    /// Completes once `budget` has passed since `start`, not counting pauses; never when the
+    /// deadline is beyond what the clock can represent.
     pub(crate) async fn expired(&self, start: Instant, budget: Duration) {
         loop {
             let (paused, pausing) = self.paused();
-            let deadline = start + budget + paused;
+            let Some(deadline) = budget
+                .checked_add(paused)
+                .and_then(|wait| start.checked_add(wait))
+            else {
+                return std::future::pending().await;
+            };
             let now = Instant::now();
             if !pausing && now >= deadline {
                 return;
             }
             // While paused the deadline moves: look again later.
             let wake = if pausing {
-                deadline.max(now + Duration::from_secs(1))
+                deadline.max(now.checked_add(Duration::from_secs(1)).unwrap_or(deadline))
             } else {
                 deadline
             };

@@ -88,7 +88,7 @@ impl Session {
             };
             if self.stops_at(StopKind::Round) {
                 // Only tool calls can be skipped or edited: every answer sends the request.
-                self.pause_at(StopAt::ModelRequest).await;
+                self.pause_at(StopAt::ModelRequest, None).await;
             }
             let response = match self.send(&request, emitter).await {
                 Err(AgentError::Model(err)) if err.kind == ModelErrorKind::ContextLength => {
@@ -128,8 +128,18 @@ impl Session {
             let used = self.turn.usage.input_tokens + self.turn.usage.output_tokens;
 
             let (text, calls) = self.resolve_calls(response.content, response.tool_calls, emitter);
+            // A limit that ends the turn is found before the operator is asked about calls
+            // that would not run.
+            let limit = if calls.is_empty() {
+                None
+            } else {
+                self.limit_reached(used, &calls, &mut seen)
+            };
             // Before the calls are stored, so an edited call is stored as it runs.
-            let (calls, skipped) = self.debug_calls(calls).await;
+            let (calls, skipped) = match limit {
+                None => self.debug_calls(&text, calls).await,
+                Some(_) => (calls, HashMap::new()),
+            };
             self.persist(Message::Assistant {
                 content: text.clone(),
                 tool_calls: calls.clone(),
@@ -141,22 +151,9 @@ impl Session {
             if calls.is_empty() {
                 return Ok(TurnOutcome::Completed { text });
             }
-            if let Some(limit) = self.opts.token_budget
-                && used >= limit
-            {
+            if let Some(outcome) = limit {
                 // The calls stay unanswered; the next context answers them with an error.
-                return Ok(TurnOutcome::BudgetExceeded { limit, used });
-            }
-            if let Some(limit) = self.opts.cost_budget_micros
-                && self.turn.cost_micros >= limit
-            {
-                return Ok(TurnOutcome::CostExceeded {
-                    limit_micros: limit,
-                    used_micros: self.turn.cost_micros,
-                });
-            }
-            if let Some((tool, repeats)) = repeated_call(&mut seen, &calls, self.opts.loop_limit) {
-                return Ok(TurnOutcome::LoopDetected { tool, repeats });
+                return Ok(outcome);
             }
 
             let results = dispatch::run_calls(self, &calls, &skipped, emitter).await;
@@ -165,6 +162,30 @@ impl Session {
             }
         }
         Ok(TurnOutcome::MaxRounds { limit: max_rounds })
+    }
+
+    /// The budget or loop limit this round's calls reach, which ends the turn.
+    fn limit_reached(
+        &self,
+        used: u64,
+        calls: &[ToolCall],
+        seen: &mut HashMap<(String, String), u32>,
+    ) -> Option<TurnOutcome> {
+        if let Some(limit) = self.opts.token_budget
+            && used >= limit
+        {
+            return Some(TurnOutcome::BudgetExceeded { limit, used });
+        }
+        if let Some(limit) = self.opts.cost_budget_micros
+            && self.turn.cost_micros >= limit
+        {
+            return Some(TurnOutcome::CostExceeded {
+                limit_micros: limit,
+                used_micros: self.turn.cost_micros,
+            });
+        }
+        repeated_call(seen, calls, self.opts.loop_limit)
+            .map(|(tool, repeats)| TurnOutcome::LoopDetected { tool, repeats })
     }
 
     /// The next request, compacted first when it would pass `compact_at` of the window;

@@ -102,6 +102,9 @@ pub struct DebugCommandBody {
     pub error: Option<String>,
     /// For edit: the call's new arguments (a JSON object).
     pub arguments: Option<Value>,
+    /// The id of the stop the command is meant for; with it, a command that arrives after
+    /// the agent moved on to another stop is refused (409).
+    pub stop: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -171,5 +174,10 @@ pub async fn command(
             ));
         }
     };
-    Ok(Json(s.runtime.debug_command(&name, command).await?.into()))
+    Ok(Json(
+        s.runtime
+            .debug_command(&name, command, body.stop.as_deref())
+            .await?
+            .into(),
+    ))
 }

@@ -218,7 +218,10 @@ mod tests {
     #[test]
     fn bad_suites_name_the_task_and_field() {
         let cases = [
-            ("[[task]]\nname = \"a\"\nprompt = \"p\"\n", "task `a`: answer"),
+            (
+                "[[task]]\nname = \"a\"\nprompt = \"p\"\n",
+                "task `a`: answer",
+            ),
             (
                 "[[task]]\nname = \"a\"\nprompt = \"p\"\nabsent = [\"../x\"]\n",
                 "task `a`: absent: `../x`",
@@ -231,7 +234,10 @@ mod tests {
                 "[[task]]\nname = \"a\"\nprompt = \"p\"\nanswer = [\"1\"]\n[[task]]\nname = \"a\"\nprompt = \"q\"\nanswer = [\"2\"]\n",
                 "task `a`: name: used by two tasks",
             ),
-            ("[[task]]\nname = \"a\"\nprompt = \"p\"\nanwser = [\"1\"]\n", "unknown field"),
+            (
+                "[[task]]\nname = \"a\"\nprompt = \"p\"\nanwser = [\"1\"]\n",
+                "unknown field",
+            ),
         ];
         for (text, want) in cases {
             let err = parse(text, "s.toml").unwrap_err().to_string();

@@ -53,7 +53,10 @@ pub async fn agent(overrides: &[String], args: BenchAgentArgs) -> anyhow::Result
         }
     }
     let mut overrides = overrides.to_vec();
-    overrides.extend(model_overrides(overrides.as_slice(), args.model.as_deref())?);
+    overrides.extend(model_overrides(
+        overrides.as_slice(),
+        args.model.as_deref(),
+    )?);
     let config = home::load_config(&overrides)?;
     let provider = config.provider()?.clone();
     let model = reef_agent::default_model(&config)?;
@@ -144,13 +147,9 @@ async fn run_task(
     std::fs::create_dir_all(workspace).context("cannot create the task workspace")?;
     agent_suite::lay_out(task, workspace).context("cannot write the task's files")?;
     let opts = reef_agent::session_options(config, workspace.to_owned());
-    let session = reef_agent::Session::create(
-        model.clone(),
-        tools.registry.clone(),
-        store.clone(),
-        opts,
-    )
-    .await?;
+    let session =
+        reef_agent::Session::create(model.clone(), tools.registry.clone(), store.clone(), opts)
+            .await?;
     let mut handle = reef_agent::spawn(session);
     let started = Instant::now();
     handle.submit(Op::UserInput {
@@ -189,8 +188,15 @@ async fn run_task(
         _ => String::new(),
     };
     let mut failures = agent_suite::check(task, workspace, &answer);
-    if !matches!(outcome, TurnOutcome::Completed { .. }) {
-        failures.insert(0, format!("the turn did not complete: {}", outcome_name(&outcome)));
+    match &outcome {
+        TurnOutcome::Completed { .. } => {}
+        TurnOutcome::Failed { error } => {
+            failures.insert(0, format!("the turn failed: {error}"));
+        }
+        other => failures.insert(
+            0,
+            format!("the turn did not complete: {}", outcome_name(other)),
+        ),
     }
     Ok(TaskResult {
         name: task.name.clone(),

@@ -7,7 +7,6 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::io::IsTerminal as _;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::mpsc;
 
 /// Seconds one wait request asks the daemon to hold.
@@ -30,7 +29,7 @@ pub async fn debug(c: &Client, args: DebugArgs) -> anyhow::Result<u8> {
         c.put(&path, json!({"breakpoints": args.breaks})).await?;
     }
     let Some((word, rest)) = args.command.split_first() else {
-        return interactive(c, &path, &args.name).await;
+        return interactive(c, &path, &args.name, args.timeout).await;
     };
     let status = match word.as_str() {
         "status" => c.get(&path).await?,
@@ -108,10 +107,11 @@ async fn wait(c: &Client, path: &str, name: &str, timeout: Option<u64>) -> anyho
 /// Shows each stop and applies the commands read from stdin there, in order: a command read
 /// while the agent runs waits for its next stop (`quit`, `off` and `status` act at once). End
 /// of input, once every command read is done, clears the breakpoints (the agent runs on);
-/// `quit` leaves them set.
-async fn interactive(c: &Client, path: &str, name: &str) -> anyhow::Result<u8> {
+/// commands still waiting then get `timeout` seconds for a stop. `quit` leaves the
+/// breakpoints set. Exits 2 when a command was refused.
+async fn interactive(c: &Client, path: &str, name: &str, timeout: u64) -> anyhow::Result<u8> {
     let status = c.get(path).await?;
-    if status["breakpoints"].as_array().is_none_or(Vec::is_empty) {
+    if status["breakpoints"].as_array().is_none_or(Vec::is_empty) && status["paused"].is_null() {
         return Err(Exit::usage(format!(
             "agent {name} has no breakpoints; set some with --break tool=NAME, --break tool \
              or --break round"
@@ -121,11 +121,20 @@ async fn interactive(c: &Client, path: &str, name: &str) -> anyhow::Result<u8> {
     let mut input = Input::start();
     let mut queued: VecDeque<String> = VecDeque::new();
     let mut announced = false;
+    let mut refused = false;
+    let mut idle_since_end: u64 = 0;
     loop {
         let status = c.get(path).await?;
         if status["paused"].is_null() {
-            if queued.is_empty() && input.ended {
-                return end(c, path, name).await;
+            if input.ended && (queued.is_empty() || idle_since_end >= timeout) {
+                if !queued.is_empty() {
+                    eprintln!(
+                        "{name} reached no stop within {timeout} s; not run: {}",
+                        queued.iter().cloned().collect::<Vec<_>>().join("; ")
+                    );
+                    refused = true;
+                }
+                return end(c, path, name, refused).await;
             }
             if !announced {
                 println!(
@@ -134,14 +143,24 @@ async fn interactive(c: &Client, path: &str, name: &str) -> anyhow::Result<u8> {
                 );
                 announced = true;
             }
-            let long_poll = format!("{path}?wait={WAIT_SLICE}");
+            let slice = if input.ended {
+                (timeout - idle_since_end).clamp(1, WAIT_SLICE)
+            } else {
+                WAIT_SLICE
+            };
+            let long_poll = format!("{path}?wait={slice}");
             tokio::select! {
-                waited = c.get(&long_poll) => { waited?; }
+                waited = c.get(&long_poll) => {
+                    waited?;
+                    if input.ended {
+                        idle_since_end += slice;
+                    }
+                }
                 line = input.next(), if !input.ended => {
                     if let Some(line) = line {
                         match line.split_whitespace().next() {
-                            Some("quit" | "q") => return quit(name),
-                            Some("off") => return end(c, path, name).await,
+                            Some("quit" | "q") => return quit(name, refused),
+                            Some("off") => return end(c, path, name, refused).await,
                             Some("status") => print_status(&c.get(path).await?, false),
                             Some(_) => {
                                 if tty {
@@ -157,6 +176,11 @@ async fn interactive(c: &Client, path: &str, name: &str) -> anyhow::Result<u8> {
             continue;
         }
         announced = false;
+        idle_since_end = 0;
+        let stop_id = status["paused"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         print_status(&status, false);
         if tty {
             println!("{HELP}");
@@ -172,29 +196,34 @@ async fn interactive(c: &Client, path: &str, name: &str) -> anyhow::Result<u8> {
                     }
                     match input.next().await {
                         Some(line) => line,
-                        None => return end(c, path, name).await,
+                        None => return end(c, path, name, refused).await,
                     }
                 }
             };
-            let line = line.trim();
-            let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+            let line = line.trim().to_owned();
+            let (word, rest) = line
+                .split_once(char::is_whitespace)
+                .map_or((line.as_str(), ""), |(w, r)| (w, r));
             match word {
                 "" => continue,
-                "quit" | "q" => return quit(name),
-                "off" => return end(c, path, name).await,
+                "quit" | "q" => return quit(name, refused),
+                "off" => return end(c, path, name, refused).await,
                 "status" => {
                     print_status(&c.get(path).await?, false);
                     continue;
                 }
                 _ => {}
             }
-            let body = match command_body(word, rest) {
+            let mut body = match command_body(word, rest) {
                 Ok(body) => body,
                 Err(err) => {
-                    println!("{err}");
+                    eprintln!("{err}");
+                    refused = true;
                     continue;
                 }
             };
+            // Meant for the stop shown: refused if the agent has moved on.
+            body["stop"] = Value::String(stop_id.clone());
             println!("> {line}");
             match c.request(Method::POST, path, Some(body), exit::USAGE).await {
                 // edit and inspect leave the agent where it is.
@@ -202,24 +231,43 @@ async fn interactive(c: &Client, path: &str, name: &str) -> anyhow::Result<u8> {
                     print_status(&status, word == "inspect" || word == "i");
                 }
                 Ok(_) => break,
-                Err(err) => println!("{err}"),
+                Err(err)
+                    if exit::classify(&err) == exit::USAGE
+                        && is_conflict(&c.get(path).await?, &stop_id) =>
+                {
+                    // The stop went away (the turn was interrupted): the command waits for
+                    // the next one.
+                    eprintln!("{err}");
+                    queued.push_front(line);
+                    break;
+                }
+                Err(err) => {
+                    eprintln!("{err}");
+                    refused = true;
+                }
             }
         }
     }
 }
 
-fn quit(name: &str) -> anyhow::Result<u8> {
-    println!("left {name}'s breakpoints set");
-    Ok(exit::OK)
+/// Whether the agent is no longer at stop `id`.
+fn is_conflict(status: &Value, id: &str) -> bool {
+    status["paused"]["id"].as_str() != Some(id)
 }
 
-async fn end(c: &Client, path: &str, name: &str) -> anyhow::Result<u8> {
+fn quit(name: &str, refused: bool) -> anyhow::Result<u8> {
+    println!("left {name}'s breakpoints set");
+    Ok(if refused { exit::USAGE } else { exit::OK })
+}
+
+async fn end(c: &Client, path: &str, name: &str, refused: bool) -> anyhow::Result<u8> {
     c.delete(path).await?;
     println!("breakpoints cleared: {name} runs on");
-    Ok(exit::OK)
+    Ok(if refused { exit::USAGE } else { exit::OK })
 }
 
-/// Lines of stdin, read on their own task so the session can wait for the agent meanwhile.
+/// Lines of stdin, read on a thread of their own (a blocking read there never holds up the
+/// exit) so the session can wait for the agent meanwhile.
 struct Input {
     lines: mpsc::UnboundedReceiver<String>,
     ended: bool,
@@ -228,14 +276,19 @@ struct Input {
 impl Input {
     fn start() -> Input {
         let (tx, lines) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(tokio::io::stdin()).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
-                if tx.send(line).is_err() {
-                    break;
+        let reader = std::thread::Builder::new()
+            .name("reef-debug-stdin".into())
+            .spawn(move || {
+                for line in std::io::stdin().lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
                 }
-            }
-        });
+            });
+        if let Err(err) = reader {
+            tracing::warn!(error = %err, "cannot read stdin");
+        }
         Input {
             lines,
             ended: false,

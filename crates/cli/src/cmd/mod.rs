@@ -1,8 +1,8 @@
 //! One module per subcommand; `dispatch` routes the parsed command line to it.
 
-mod agents;
 #[cfg(feature = "local")]
 mod agent_suite;
+mod agents;
 mod bench;
 mod bench_agent;
 mod bench_memory;

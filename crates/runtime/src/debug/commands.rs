@@ -5,6 +5,7 @@ use super::stop::{AgentDebugger, Paused};
 use super::{Breakpoint, DebugCommand, DebugStatus};
 use crate::error::RuntimeError;
 use crate::kernel::{Runtime, lock};
+use crate::messaging::MAX_MESSAGE_BYTES;
 use reef_agent::{Resume, StopAt};
 use reef_store::{PendingKind, PendingStatus};
 use serde_json::{Value, json};
@@ -38,8 +39,8 @@ impl Runtime {
         Ok(self.debugger(&record).status(false))
     }
 
-    /// Waits up to `timeout` (at most [`MAX_DEBUG_WAIT`]) for the agent to pause at a
-    /// breakpoint, and returns its status then.
+    /// Waits up to `timeout` (at most [`MAX_DEBUG_WAIT`], and no longer than the daemon
+    /// runs) for the agent to pause at a breakpoint, and returns its status then.
     pub async fn debug_wait(
         &self,
         name: &str,
@@ -48,14 +49,21 @@ impl Runtime {
         let record = self.agent(name).await?;
         let debugger = self.debugger(&record);
         let mut changed = debugger.changed.subscribe();
+        let mut stopping = self.stopping();
         let wait = async {
             while lock(&debugger.state).paused.is_none() {
-                if changed.changed().await.is_err() {
-                    return;
+                tokio::select! {
+                    seen = changed.changed() => if seen.is_err() { return },
+                    _ = stopping.wait_for(|stop| *stop) => return,
                 }
             }
         };
-        let _ = tokio::time::timeout(timeout.min(MAX_DEBUG_WAIT), wait).await;
+        if tokio::time::timeout(timeout.min(MAX_DEBUG_WAIT), wait)
+            .await
+            .is_err()
+        {
+            tracing::trace!(agent = %record.name, "no stop within the wait");
+        }
         Ok(debugger.status(false))
     }
 
@@ -69,13 +77,18 @@ impl Runtime {
         let record = self.agent(name).await?;
         let debugger = self.debugger(&record);
         let off = breakpoints.is_empty();
-        {
+        // One critical section: no `step` can slip between clearing and letting go.
+        let (taken, stepping) = {
             let mut state = lock(&debugger.state);
             state.breakpoints = breakpoints.clone();
+            let stepping = state.stepping;
             if off {
                 state.stepping = false;
+                (state.paused.take(), stepping)
+            } else {
+                (None, stepping)
             }
-        }
+        };
         crate::worker::record::event(
             self,
             &record.id,
@@ -83,36 +96,64 @@ impl Runtime {
             json!({"breakpoints": breakpoints.iter().map(Breakpoint::spec).collect::<Vec<_>>()}),
         )
         .await;
-        if off && lock(&debugger.state).paused.is_some() {
-            self.apply(&debugger, None, DebugCommand::Continue).await?;
+        if let Some(paused) = taken {
+            let resume = Resume::Proceed {
+                arguments: paused.edited.as_ref().map(Value::to_string),
+            };
+            self.resume(&debugger, paused, resume, "continue", stepping)
+                .await?;
         }
         Ok(debugger.status(false))
     }
 
-    /// Runs a debug command for the agent paused at a breakpoint. An agent that is not
-    /// paused is a `Conflict` saying so.
+    /// Runs a debug command for the agent paused at a breakpoint: at stop `stop` when given
+    /// (a command meant for another stop is refused). An agent that is not paused is a
+    /// `Conflict` saying so.
     pub async fn debug_command(
         &self,
         name: &str,
         command: DebugCommand,
+        stop: Option<&str>,
     ) -> Result<DebugStatus, RuntimeError> {
+        check(&command)?;
         let record = self.agent(name).await?;
         let debugger = self.debugger(&record);
-        self.apply(&debugger, None, command).await
+        self.apply(&debugger, stop, command).await
     }
 
-    /// Answers the breakpoint item `id` with a command in its text form.
+    /// Answers the breakpoint item `id` with a command in its text form. An item no turn
+    /// waits at any more (its turn went away) is withdrawn.
     pub(crate) async fn answer_breakpoint(
         &self,
         item: &reef_store::PendingItem,
         text: &str,
     ) -> Result<DebugStatus, RuntimeError> {
         let command = DebugCommand::parse(text)?;
-        let Some(debugger) = item
+        check(&command)?;
+        let debugger = item
             .agent_id
             .as_ref()
-            .and_then(|a| self.inner.debuggers.get(a))
-        else {
+            .and_then(|a| self.inner.debuggers.get(a));
+        let live = debugger.as_ref().is_some_and(|d| {
+            lock(&d.state)
+                .paused
+                .as_ref()
+                .is_some_and(|p| p.id == item.id)
+        });
+        let Some(debugger) = debugger.filter(|_| live) else {
+            if item.status == PendingStatus::Pending {
+                let reason = Some("no turn waits at this breakpoint any more".to_owned());
+                match self
+                    .inner
+                    .store
+                    .resolve_pending(&item.id, PendingStatus::Cancelled, reason, None)
+                    .await
+                {
+                    Ok(_) | Err(reef_store::StoreError::Conflict(_)) => {}
+                    Err(err) => return Err(err.into()),
+                }
+                self.inner.bus.poke();
+            }
             return Err(not_waiting(&item.id));
         };
         self.apply(&debugger, Some(&item.id), command).await
@@ -120,12 +161,12 @@ impl Runtime {
 
     async fn apply(
         &self,
-        debugger: &AgentDebugger,
-        item: Option<&str>,
+        debugger: &Arc<AgentDebugger>,
+        stop: Option<&str>,
         command: DebugCommand,
     ) -> Result<DebugStatus, RuntimeError> {
-        let (paused, resume, word) = match decide(debugger, item, command)? {
-            Decision::Show(status) => return Ok(status),
+        match decide(debugger, stop, command)? {
+            Decision::Show(status) => Ok(status),
             Decision::Edited { id, arguments } => {
                 crate::worker::record::event(
                     self,
@@ -134,35 +175,73 @@ impl Runtime {
                     json!({"id": id, "arguments": arguments}),
                 )
                 .await;
-                return Ok(debugger.status(false));
+                Ok(debugger.status(false))
             }
             Decision::Resume {
                 paused,
                 resume,
                 word,
-            } => (paused, resume, word),
-        };
-        let answer = match (&resume, &paused.edited) {
-            (Resume::Skip { error }, _) => format!("skip: {error}"),
-            (_, Some(arguments)) => format!("{word} with arguments {arguments}"),
-            (_, None) => word.to_owned(),
-        };
-        let resolved = self
-            .inner
-            .store
-            .resolve_pending(&paused.id, PendingStatus::Answered, Some(answer), None)
-            .await;
-        if let Err(err) = resolved {
-            // Still paused: the operator can try again.
-            lock(&debugger.state).paused = Some(paused);
-            return Err(err.into());
+                stepping,
+            } => {
+                self.resume(debugger, paused, resume, word, stepping)
+                    .await?;
+                Ok(debugger.status(false))
+            }
         }
-        if paused.reply.send(resume).is_err() {
-            tracing::debug!(agent = %debugger.name, "the paused turn was gone");
-        }
-        debugger.bump();
-        self.inner.bus.poke();
-        Ok(debugger.status(false))
+    }
+
+    /// Answers the stop's item and lets its turn go on. Runs on its own task, so a caller
+    /// that goes away (a client that disconnects) cannot leave the turn without its
+    /// decision. When the item cannot be written the stop is put back (with the stepping
+    /// it had), unless its turn has gone.
+    async fn resume(
+        &self,
+        debugger: &Arc<AgentDebugger>,
+        paused: Paused,
+        resume: Resume,
+        word: &'static str,
+        stepping_before: bool,
+    ) -> Result<(), RuntimeError> {
+        let rt = self.clone();
+        let debugger = debugger.clone();
+        let task = tokio::spawn(async move {
+            let answer = match (&resume, &paused.edited) {
+                (Resume::Skip { error }, _) => format!("skip: {error}"),
+                (_, Some(arguments)) => format!("{word} with arguments {arguments}"),
+                (_, None) => word.to_owned(),
+            };
+            let resolved = rt
+                .inner
+                .store
+                .resolve_pending(&paused.id, PendingStatus::Answered, Some(answer), None)
+                .await;
+            let result = match resolved {
+                Ok(_) => {
+                    if paused.reply.send(resume).is_err() {
+                        tracing::debug!(agent = %debugger.name, "the paused turn was gone");
+                    }
+                    Ok(())
+                }
+                // Already withdrawn: its turn went away.
+                Err(reef_store::StoreError::Conflict(_) | reef_store::StoreError::NotFound(_)) => {
+                    Err(not_waiting(&paused.id))
+                }
+                Err(err) => {
+                    let mut state = lock(&debugger.state);
+                    if state.paused.is_none() && !paused.reply.is_closed() {
+                        // Still paused: the operator can try again.
+                        state.paused = Some(paused);
+                        state.stepping = stepping_before;
+                    }
+                    Err(err.into())
+                }
+            };
+            debugger.bump();
+            rt.inner.bus.poke();
+            result
+        });
+        task.await
+            .map_err(|e| RuntimeError::Setup(format!("a debug command crashed: {e}")))?
     }
 
     /// Cancels breakpoint items a previous process left pending: no turn waits at them.
@@ -173,8 +252,9 @@ impl Runtime {
             .list_pending(Some(PendingStatus::Pending))
             .await?
         {
-            if item.kind == PendingKind::Breakpoint {
-                self.inner
+            if item.kind == PendingKind::Breakpoint
+                && let Err(err) = self
+                    .inner
                     .store
                     .resolve_pending(
                         &item.id,
@@ -182,7 +262,10 @@ impl Runtime {
                         Some("the daemon restarted; the turn runs again".into()),
                         None,
                     )
-                    .await?;
+                    .await
+            {
+                // It stays listed; answering it withdraws it then.
+                tracing::warn!(id = %item.id, error = %err, "cannot cancel a stale breakpoint");
             }
         }
         Ok(())
@@ -200,6 +283,8 @@ enum Decision {
         paused: Paused,
         resume: Resume,
         word: &'static str,
+        /// Stepping before the command changed it.
+        stepping: bool,
     },
 }
 
@@ -258,6 +343,7 @@ fn decide(
     let Some(paused) = state.paused.take() else {
         return Err(not_waiting(item.unwrap_or("the breakpoint")));
     };
+    let before = state.stepping;
     if let Some(stepping) = stepping {
         state.stepping = stepping;
     }
@@ -265,6 +351,7 @@ fn decide(
         paused,
         resume,
         word,
+        stepping: before,
     })
 }
 
@@ -279,4 +366,18 @@ fn not_a_call(name: &str, command: &str) -> RuntimeError {
             "agent {name} is paused before a model request; only a tool call can be {command}ed"
         ),
     )
+}
+
+/// Bounds what a command may put into the transcript.
+fn check(command: &DebugCommand) -> Result<(), RuntimeError> {
+    match command {
+        DebugCommand::Skip { error } => crate::messaging::check_text("error", error),
+        DebugCommand::Edit { arguments } if arguments.to_string().len() > MAX_MESSAGE_BYTES => {
+            Err(RuntimeError::invalid(
+                "arguments",
+                format!("longer than {MAX_MESSAGE_BYTES} bytes"),
+            ))
+        }
+        _ => Ok(()),
+    }
 }

@@ -10,6 +10,7 @@ use reef_core::AgentId;
 use reef_store::{NewPending, PendingKind, PendingStatus};
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::{oneshot, watch};
 
@@ -102,9 +103,9 @@ impl Debugger for AgentDebugger {
     }
 
     async fn pause(&self, stop: Stop) -> Resume {
-        let go_on = Resume::Proceed { arguments: None };
+        let go_on = || Resume::Proceed { arguments: None };
         let Ok(rt) = Runtime::from_weak(&self.runtime) else {
-            return go_on;
+            return go_on();
         };
         let id = crate::messaging::pending_id(
             "bp",
@@ -119,6 +120,12 @@ impl Debugger for AgentDebugger {
             reply,
         };
         let payload = json!({"agent": self.name, "stop": view(&paused, false)});
+        // Armed before the item is written: a turn dropped meanwhile still withdraws it.
+        let mut abandoned = Abandoned {
+            debugger: self,
+            id: Some(id.clone()),
+            reason: "the turn ended while it waited (interrupted or stopped)",
+        };
         let created = rt
             .store()
             .create_pending(NewPending {
@@ -134,31 +141,54 @@ impl Debugger for AgentDebugger {
             .await;
         if let Err(err) = created {
             // A stop nobody can see would hold the agent for good: it goes on.
-            tracing::warn!(agent = %self.name, error = %err, "cannot record a breakpoint");
-            return go_on;
+            rt.inner.lost_events.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(agent = %self.name, error = %err, "cannot record a breakpoint; the turn goes on");
+            abandoned.disarm();
+            return go_on();
         }
-        lock(&self.state).paused = Some(paused);
+        {
+            let mut state = lock(&self.state);
+            if !state.wants(&paused.stop.at) {
+                // Debugging was turned off while the stop was being recorded.
+                abandoned.reason = "debugging was turned off";
+                return go_on();
+            }
+            state.paused = Some(paused);
+        }
         self.bump();
         rt.bus().poke();
-        let abandoned = Abandoned {
-            debugger: self,
-            id: Some(id),
-        };
-        let resume = answer.await.unwrap_or(go_on);
+        // Nothing keeps the daemon alive while the turn waits.
+        drop(rt);
+        let resume = answer.await;
         abandoned.disarm();
-        resume
+        resume.unwrap_or_else(|_| {
+            tracing::warn!(agent = %self.name, "a stop ended without a decision; the turn goes on");
+            go_on()
+        })
     }
 }
 
-/// Forgets a stop whose turn was interrupted while it waited (the future was dropped): the
-/// pending item is cancelled.
+impl State {
+    /// Whether a stop before `at` is still wanted.
+    fn wants(&self, at: &StopAt) -> bool {
+        let kind = match at {
+            StopAt::ModelRequest => StopKind::Round,
+            StopAt::ToolCall(call) => StopKind::Tool(&call.name),
+        };
+        self.stepping || self.breakpoints.iter().any(|b| b.matches(kind))
+    }
+}
+
+/// Withdraws a stop whose turn was interrupted while it waited (the future was dropped), or
+/// that is no longer wanted: the pending item is cancelled with `reason`.
 struct Abandoned<'a> {
     debugger: &'a AgentDebugger,
     id: Option<String>,
+    reason: &'static str,
 }
 
 impl Abandoned<'_> {
-    fn disarm(mut self) {
+    fn disarm(&mut self) {
         self.id = None;
     }
 }
@@ -174,18 +204,25 @@ impl Drop for Abandoned<'_> {
         }
         drop(state);
         self.debugger.bump();
-        let Ok(rt) = Runtime::from_weak(&self.debugger.runtime) else {
+        let (Ok(rt), Ok(tokio)) = (
+            Runtime::from_weak(&self.debugger.runtime),
+            tokio::runtime::Handle::try_current(),
+        ) else {
+            // The daemon is gone: its next start cancels the item.
             return;
         };
         let name = self.debugger.name.clone();
-        tokio::spawn(async move {
-            let reason = Some("the turn ended while it waited (interrupted or stopped)".into());
-            if let Err(err) = rt
+        let reason = Some(self.reason.to_owned());
+        tokio.spawn(async move {
+            match rt
                 .store()
                 .resolve_pending(&id, PendingStatus::Cancelled, reason, None)
                 .await
             {
-                tracing::warn!(agent = %name, error = %err, "cannot cancel a breakpoint");
+                Ok(_) | Err(reef_store::StoreError::Conflict(_)) => {}
+                Err(err) => {
+                    tracing::warn!(agent = %name, error = %err, "cannot cancel a breakpoint");
+                }
             }
             rt.bus().poke();
         });

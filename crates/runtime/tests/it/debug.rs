@@ -95,6 +95,7 @@ async fn a_breakpoint_before_shell_lets_the_operator_edit_the_command_and_step()
             DebugCommand::Edit {
                 arguments: edited.clone(),
             },
+            Some(&stop.id),
         )
         .await
         .unwrap();
@@ -102,7 +103,7 @@ async fn a_breakpoint_before_shell_lets_the_operator_edit_the_command_and_step()
     assert!(stop.edited);
     assert_eq!(stop.arguments, Some(edited.clone()));
     let inspected = rt
-        .debug_command("dbg", DebugCommand::Inspect)
+        .debug_command("dbg", DebugCommand::Inspect, None)
         .await
         .unwrap();
     let context = inspected.paused.unwrap().context.unwrap();
@@ -114,7 +115,10 @@ async fn a_breakpoint_before_shell_lets_the_operator_edit_the_command_and_step()
     );
 
     // Step: the edited call runs, and the turn stops again before its next model request.
-    let status = rt.debug_command("dbg", DebugCommand::Step).await.unwrap();
+    let status = rt
+        .debug_command("dbg", DebugCommand::Step, None)
+        .await
+        .unwrap();
     assert!(status.stepping);
     let next = paused(rt, "dbg").await.paused.unwrap();
     assert_eq!(next.at, "model_request");
@@ -129,7 +133,7 @@ async fn a_breakpoint_before_shell_lets_the_operator_edit_the_command_and_step()
         "the request went out during the pause"
     );
 
-    rt.debug_command("dbg", DebugCommand::Continue)
+    rt.debug_command("dbg", DebugCommand::Continue, None)
         .await
         .unwrap();
     wait_for(rt, "the turn to end", |e| count(e, "turn.ended") == 1).await;
@@ -160,7 +164,7 @@ async fn a_breakpoint_before_shell_lets_the_operator_edit_the_command_and_step()
     );
     // Nothing waits now: a debug command says so.
     let err = rt
-        .debug_command("dbg", DebugCommand::Step)
+        .debug_command("dbg", DebugCommand::Step, None)
         .await
         .unwrap_err();
     assert!(
@@ -210,13 +214,27 @@ async fn a_round_breakpoint_holds_the_request_and_takes_no_edit() {
     let stop = paused(rt, "rounds").await.paused.unwrap();
     assert_eq!((stop.at, stop.round), ("model_request", 1));
     assert!(d.mock.requests().is_empty());
+    // A command meant for another stop is refused, and this one still waits.
+    let err = rt
+        .debug_command(
+            "rounds",
+            DebugCommand::Continue,
+            Some("bp_0000000000000000"),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, RuntimeError::Conflict(m) if m.contains("bp_0000000000000000")),
+        "{err}"
+    );
+    assert!(rt.debug_status("rounds").await.unwrap().paused.is_some());
     for command in [
         DebugCommand::Skip { error: "no".into() },
         DebugCommand::Edit {
             arguments: json!({}),
         },
     ] {
-        let err = rt.debug_command("rounds", command).await.unwrap_err();
+        let err = rt.debug_command("rounds", command, None).await.unwrap_err();
         assert!(
             matches!(&err, RuntimeError::Invalid { field, .. } if field == "command"),
             "{err}"
@@ -247,7 +265,7 @@ async fn stopping_a_paused_agent_withdraws_its_breakpoint() {
     assert_eq!(item.status, PendingStatus::Cancelled);
     assert!(rt.debug_status("halted").await.unwrap().paused.is_none());
     let err = rt
-        .debug_command("halted", DebugCommand::Continue)
+        .debug_command("halted", DebugCommand::Continue, None)
         .await
         .unwrap_err();
     assert!(matches!(err, RuntimeError::Conflict(_)), "{err}");
