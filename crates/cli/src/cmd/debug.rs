@@ -3,6 +3,7 @@
 
 use crate::cmd::client::{Client, segment};
 use crate::exit::{self, Exit};
+use reef_runtime::DebugCommand;
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -52,34 +53,16 @@ pub async fn debug(c: &Client, args: DebugArgs) -> anyhow::Result<u8> {
 
 /// The API body of a command typed as `WORD REST`.
 fn command_body(word: &str, rest: &str) -> anyhow::Result<Value> {
-    let rest = rest.trim();
-    let needs_nothing = |command: &str| {
-        if rest.is_empty() {
-            Ok(json!({ "command": command }))
-        } else {
-            Err(Exit::usage(format!("`{word}` takes no argument")))
-        }
-    };
-    match word {
-        "step" | "s" => needs_nothing("step"),
-        "continue" | "c" => needs_nothing("continue"),
-        "inspect" | "i" => needs_nothing("inspect"),
-        "skip" if rest.is_empty() => Err(Exit::usage(
-            "skip needs the error text the model gets instead of the call's result",
-        )),
-        "skip" => Ok(json!({"command": "skip", "error": rest})),
-        "edit" => {
-            let arguments: Value = serde_json::from_str(rest).map_err(|e| {
-                Exit::usage(format!(
-                    "edit needs the call's new arguments as a JSON object: {e}"
-                ))
-            })?;
-            Ok(json!({"command": "edit", "arguments": arguments}))
-        }
-        other => Err(Exit::usage(format!(
-            "`{other}` is not a debug command; {HELP}"
-        ))),
-    }
+    // The daemon's own parser (the one `reef answer` on a breakpoint goes through).
+    let command = DebugCommand::parse(&format!("{word} {rest}"))
+        .map_err(|e| Exit::usage(format!("{e}; {HELP}")))?;
+    Ok(match command {
+        DebugCommand::Step => json!({"command": "step"}),
+        DebugCommand::Continue => json!({"command": "continue"}),
+        DebugCommand::Inspect => json!({"command": "inspect"}),
+        DebugCommand::Skip { error } => json!({"command": "skip", "error": error}),
+        DebugCommand::Edit { arguments } => json!({"command": "edit", "arguments": arguments}),
+    })
 }
 
 /// Waits until the agent is paused (for at most `timeout` seconds, or forever).
