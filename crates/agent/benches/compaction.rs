@@ -80,6 +80,7 @@ fn options(workspace: &std::path::Path, strategy: CompactionStrategy) -> Session
         compact_at: 0.75,
         compaction: strategy,
         keep_recent_turns: 4,
+        profile: reef_core::AgentProfile::Auto,
     }
 }
 

@@ -73,6 +73,7 @@ async fn baseline(tools: &ToolRegistry, tool: &str, args: &Value, n: usize) -> V
                     messages: messages.clone(),
                     tools: specs.clone(),
                     max_output_tokens: None,
+                    ..Default::default()
                 },
                 &|_| {},
             )
@@ -95,6 +96,7 @@ async fn baseline(tools: &ToolRegistry, tool: &str, args: &Value, n: usize) -> V
                     messages,
                     tools: specs.clone(),
                     max_output_tokens: None,
+                    ..Default::default()
                 },
                 &|_| {},
             )
@@ -128,6 +130,7 @@ async fn engine(tools: Arc<ToolRegistry>, tool: &str, args: &Value, n: usize) ->
         compact_at: 0.75,
         compaction: reef_core::CompactionStrategy::Summarize,
         keep_recent_turns: 4,
+        profile: reef_core::AgentProfile::Auto,
     };
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {

@@ -7,7 +7,7 @@ use crate::history::{self, Held};
 use crate::meter::{self, Measure};
 use crate::session::{Emitter, Session};
 use reef_core::{
-    CompactionStrategy, CompactionTrigger, EventMsg, Message, ModelRequest, StreamEvent,
+    CompactionStrategy, CompactionTrigger, EventMsg, Message, ModelRequest, StreamEvent, ToolChoice,
 };
 use reef_store::NewCompaction;
 use std::ops::Range;
@@ -50,8 +50,13 @@ impl Session {
     pub(crate) async fn next_request(&self) -> (ModelRequest, Measure) {
         let request = ModelRequest {
             messages: self.context(),
-            tools: self.tools.specs(),
+            tools: self.offered_tools(),
             max_output_tokens: None,
+            tool_choice: if self.turn.require_call {
+                ToolChoice::Required
+            } else {
+                ToolChoice::Auto
+            },
         };
         let measure = self.meter.measure(self.model.as_ref(), &request).await;
         (request, measure)
@@ -239,6 +244,7 @@ impl Session {
             ],
             tools: Vec::new(),
             max_output_tokens: Some(limit as u32),
+            ..Default::default()
         };
         let size = self.meter.measure(self.model.as_ref(), &request).await;
         if size.tokens + limit > window {
@@ -307,8 +313,9 @@ impl Session {
     fn fixed_tokens(&self) -> u64 {
         let request = ModelRequest {
             messages: vec![self.system_message()],
-            tools: self.tools.specs(),
+            tools: self.offered_tools(),
             max_output_tokens: None,
+            ..Default::default()
         };
         self.meter.tokens_of(meter::request_chars(&request))
     }

@@ -16,6 +16,7 @@ mod meter;
 mod prompt;
 mod session;
 mod setup;
+mod small;
 mod textcalls;
 mod turn;
 

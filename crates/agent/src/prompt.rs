@@ -1,4 +1,5 @@
-//! The default system prompt: who the agent is, where it works and how to use tools.
+//! The default system prompt: who the agent is, where it works and how to use tools (the
+//! small profile's own lives in `small`), and the notes section from `MEMORY.md`.
 
 use reef_workspace::{Workspace, WorkspaceError};
 use std::path::Path;
@@ -10,8 +11,12 @@ pub(crate) fn system_prompt(
     custom: Option<&str>,
     workspace: &Path,
     tool_names: &[String],
+    small: bool,
 ) -> String {
-    let base = base_prompt(custom, workspace, tool_names);
+    let base = match custom {
+        None if small => crate::small::system_prompt(workspace, tool_names),
+        _ => base_prompt(custom, workspace, tool_names),
+    };
     match persona {
         Some(persona) if !persona.trim().is_empty() => format!("{}\n\n{base}", persona.trim()),
         _ => base,
@@ -37,6 +42,12 @@ fn base_prompt(custom: Option<&str>, workspace: &Path, tool_names: &[String]) ->
 
 /// The file in an agent's workspace that holds its notes.
 pub const NOTES_FILE: &str = "MEMORY.md";
+
+/// Whether the workspace has an entry named `MEMORY.md` (of any kind; [`notes`] says what is
+/// wrong with one that is not a regular file).
+pub(crate) fn has_notes(workspace: &Path) -> bool {
+    workspace.join(NOTES_FILE).symlink_metadata().is_ok()
+}
 
 /// `MEMORY.md` larger than this is not read at all.
 const NOTES_MAX_BYTES: u64 = 1024 * 1024;

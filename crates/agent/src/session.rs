@@ -4,10 +4,10 @@ use crate::debug::{Debugger, PauseClock};
 use crate::error::AgentError;
 use crate::history::{self, Held};
 use crate::meter::ContextMeter;
-use crate::prompt;
+use crate::{prompt, small};
 use reef_core::{
-    CompactionStrategy, Event, EventMsg, Message, ModelClient, ModelResponse, SessionId,
-    SubmissionId, TurnSettings, Usage,
+    AgentProfile, CompactionStrategy, Event, EventMsg, Message, ModelClient, ModelResponse,
+    SessionId, SubmissionId, ToolSpec, TurnSettings, Usage, WireApi,
 };
 use reef_store::{NewSession, NewUsage, Store};
 use reef_tools::ToolRegistry;
@@ -63,6 +63,8 @@ pub struct SessionOptions {
     pub compaction: CompactionStrategy,
     /// Recent turns a compaction keeps verbatim (fewer when they do not fit).
     pub keep_recent_turns: u32,
+    /// How the model is driven; `Auto` picks `Small` for a model run in-process.
+    pub profile: AgentProfile,
 }
 
 /// Progress of the turn in flight, kept on the session so an interrupted turn can still report it.
@@ -74,6 +76,12 @@ pub(crate) struct TurnState {
     pub cost_micros: u64,
     /// The seq of the turn's input message (0 outside a turn).
     pub first_seq: u64,
+    /// What the turn's tool results have shown (for the small profile's review).
+    pub evidence: small::Evidence,
+    /// Answers the small profile sent back in this turn, by why.
+    pub nudges: Vec<small::Nudge>,
+    /// The next request must call a tool.
+    pub require_call: bool,
 }
 
 /// A conversation with one agent. Every message is written to the store before it is used.
@@ -320,16 +328,44 @@ impl Session {
         Ok(())
     }
 
-    /// The system prompt: persona, base prompt and the workspace's notes.
+    /// Whether the small-model profile drives this session's current model.
+    pub(crate) fn small(&self) -> bool {
+        match self.opts.profile {
+            AgentProfile::Small => true,
+            AgentProfile::Standard => false,
+            AgentProfile::Auto => self.model.wire_api() == Some(WireApi::Local),
+        }
+    }
+
+    /// The tools the model is offered: all of them, or the small profile's few.
+    pub(crate) fn offered_tools(&self) -> Vec<ToolSpec> {
+        let specs = self.tools.specs();
+        if self.small() {
+            small::tool_specs(specs)
+        } else {
+            specs
+        }
+    }
+
+    /// The system prompt: persona, base prompt and the workspace's notes (for the small
+    /// profile, only when there are any).
     pub(crate) fn system_message(&self) -> Message {
-        let names = self.tools.names();
+        let small = self.small();
+        let names: Vec<String> = if small {
+            self.offered_tools().into_iter().map(|t| t.name).collect()
+        } else {
+            self.tools.names()
+        };
         let mut system = prompt::system_prompt(
             self.opts.persona.as_deref(),
             self.opts.system_prompt.as_deref(),
             &self.opts.workspace,
             &names,
+            small,
         );
-        if let Some(notes) = prompt::notes(&self.opts.workspace, self.opts.notes_max_chars) {
+        let notes = prompt::notes(&self.opts.workspace, self.opts.notes_max_chars)
+            .filter(|_| !small || prompt::has_notes(&self.opts.workspace));
+        if let Some(notes) = notes {
             system.push_str("\n\n");
             system.push_str(&notes);
         }

@@ -39,6 +39,7 @@ pub fn provider_settings(provider: &ProviderConfig) -> ProviderSettings {
                 model_path,
                 threads: provider.threads,
             }),
+        sampling: provider.sampling,
     }
 }
 
@@ -179,6 +180,7 @@ pub fn session_options(config: &Config, workspace: PathBuf) -> SessionOptions {
         compact_at: config.agent.compact_at,
         compaction: config.agent.compaction,
         keep_recent_turns: config.agent.keep_recent_turns,
+        profile: config.agent.profile,
     }
 }
 

@@ -5,6 +5,7 @@ use crate::dispatch;
 use crate::error::AgentError;
 use crate::meter;
 use crate::session::{Emitter, Session, TurnState};
+use crate::small;
 use crate::textcalls::parse_text_tool_calls;
 use reef_core::{
     CompactionTrigger, Event, EventMsg, Message, ModelErrorKind, ModelRequest, ModelResponse,
@@ -70,7 +71,7 @@ impl Session {
         input: String,
         emitter: &Emitter,
     ) -> Result<TurnOutcome, AgentError> {
-        self.persist(Message::user(input)).await?;
+        self.persist(Message::user(input.clone())).await?;
         self.turn.first_seq = self.history.last().map_or(0, |h| h.first_seq);
         let max_rounds = self.opts.max_rounds;
         let mut seen: HashMap<(String, String), u32> = HashMap::new();
@@ -90,6 +91,8 @@ impl Session {
                 // Only tool calls can be skipped or edited: every answer sends the request.
                 self.pause_at(StopAt::ModelRequest, None).await;
             }
+            // A required call is asked of one request only.
+            self.turn.require_call = false;
             let response = match self.send(&request, emitter).await {
                 Err(AgentError::Model(err)) if err.kind == ModelErrorKind::ContextLength => {
                     // The provider counts differently: its window is below this prompt.
@@ -149,6 +152,9 @@ impl Session {
                 emitter.emit(EventMsg::AssistantMessage { text: text.clone() });
             }
             if calls.is_empty() {
+                if self.send_back(&input, &text, emitter).await? {
+                    continue;
+                }
                 return Ok(TurnOutcome::Completed { text });
             }
             if let Some(outcome) = limit {
@@ -157,11 +163,53 @@ impl Session {
             }
 
             let results = dispatch::run_calls(self, &calls, &skipped, emitter).await;
-            for message in results {
+            let small = self.small();
+            for mut message in results {
+                if let Message::Tool {
+                    name,
+                    content,
+                    is_error,
+                    ..
+                } = &mut message
+                {
+                    self.turn.evidence.record(name, content, *is_error);
+                    if small && *is_error {
+                        let hint = small::error_hint(name, content);
+                        content.push('\n');
+                        content.push_str(hint);
+                    }
+                }
                 self.persist(message).await?;
             }
         }
         Ok(TurnOutcome::MaxRounds { limit: max_rounds })
+    }
+
+    /// Under the small profile, an answer no tool result supports is sent back once (per
+    /// reason) with a note saying why; returns whether it was. The answer and the note are
+    /// kept in the transcript as they were sent.
+    async fn send_back(
+        &mut self,
+        input: &str,
+        answer: &str,
+        emitter: &Emitter,
+    ) -> Result<bool, AgentError> {
+        if !self.small() {
+            return Ok(false);
+        }
+        let Some((nudge, detail)) =
+            small::review(input, answer, &self.turn.evidence, &self.turn.nudges)
+        else {
+            return Ok(false);
+        };
+        self.turn.nudges.push(nudge);
+        self.turn.require_call = nudge.requires_call();
+        let note = nudge.message(&detail);
+        emitter.emit(EventMsg::Warning {
+            message: format!("the answer was sent back to the model: {note}"),
+        });
+        self.persist(Message::user(note)).await?;
+        Ok(true)
     }
 
     /// The budget or loop limit this round's calls reach, which ends the turn.

@@ -4,7 +4,7 @@
 use crate::error::ConfigError;
 use crate::raw::AgentToml;
 use crate::resolve::ProviderConfig;
-use reef_core::CompactionStrategy;
+use reef_core::{AgentProfile, CompactionStrategy};
 use std::collections::BTreeMap;
 
 /// The fewest context tokens one kept turn is assumed to need: `keep_recent_turns` turns must
@@ -30,6 +30,9 @@ pub struct AgentConfig {
     /// `agent.keep_recent_turns`: the most recent turns kept verbatim by a compaction
     /// (at least 1, default 4).
     pub keep_recent_turns: u32,
+    /// `agent.profile`: how the turn engine drives the model (default auto: `small` for a
+    /// model run in-process).
+    pub profile: AgentProfile,
 }
 
 pub(crate) fn resolve(
@@ -67,6 +70,18 @@ pub(crate) fn resolve(
             )
         })?,
     };
+    let profile = match raw.profile.as_deref() {
+        None => AgentProfile::Auto,
+        Some(name) => AgentProfile::parse(name).ok_or_else(|| {
+            invalid(
+                "profile",
+                format!(
+                    "unknown profile `{name}` (expected one of: {})",
+                    AgentProfile::ALL.map(AgentProfile::as_str).join(", ")
+                ),
+            )
+        })?,
+    };
     let keep_recent_turns = raw.keep_recent_turns.unwrap_or(4);
     if keep_recent_turns == 0 {
         return Err(invalid("keep_recent_turns", "must be at least 1".into()));
@@ -98,5 +113,6 @@ pub(crate) fn resolve(
         compact_at,
         compaction,
         keep_recent_turns,
+        profile,
     })
 }

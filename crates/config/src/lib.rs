@@ -14,6 +14,7 @@ mod memory;
 mod project;
 mod raw;
 mod resolve;
+mod sampling;
 mod sandbox;
 mod secret;
 mod secrets;

@@ -75,6 +75,12 @@ pub(crate) struct ProviderToml {
     /// The context window in tokens (default: by wire API and model, see
     /// `windows::default_context_tokens`).
     pub context_tokens: Option<u32>,
+    /// Sampling, checked in `sampling::resolve`.
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub top_k: Option<u32>,
+    pub repeat_penalty: Option<f32>,
+    pub seed: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -96,6 +102,8 @@ pub(crate) struct AgentToml {
     /// A `reef_core::CompactionStrategy` name, parsed in `agent::resolve`.
     pub compaction: Option<String>,
     pub keep_recent_turns: Option<u32>,
+    /// A `reef_core::AgentProfile` name, parsed in `agent::resolve`.
+    pub profile: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

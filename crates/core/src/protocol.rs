@@ -92,6 +92,40 @@ impl CompactionStrategy {
     }
 }
 
+/// How the turn engine drives the model (`agent.profile`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentProfile {
+    /// `small` for a model run in-process (`wire_api = "local"`), else `standard`.
+    #[default]
+    Auto,
+    /// The full prompt and tool set.
+    Standard,
+    /// Built for 1–3B models: a compact prompt with worked examples, fewer tools described
+    /// for them, and checks that send an unsupported answer back once.
+    Small,
+}
+
+impl AgentProfile {
+    pub const ALL: [AgentProfile; 3] = [
+        AgentProfile::Auto,
+        AgentProfile::Standard,
+        AgentProfile::Small,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentProfile::Auto => "auto",
+            AgentProfile::Standard => "standard",
+            AgentProfile::Small => "small",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<AgentProfile> {
+        AgentProfile::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
 /// Why a compaction ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -7,11 +7,11 @@ use crate::http::{Assemble, Transport};
 use crate::retry::{truncate, with_retries};
 use crate::settings::ProviderSettings;
 use crate::sse::SseEvent;
-use crate::wire::{str_at, tool_call, u64_at};
+use crate::wire::{set_some, str_at, tool_call, u64_at};
 use async_trait::async_trait;
 use reef_core::{
     Message, ModelClient, ModelError, ModelErrorKind, ModelRequest, ModelResponse, StopReason,
-    Usage,
+    ToolChoice, Usage,
 };
 use reef_core::{OnDelta, OnStream, StreamEvent};
 use serde_json::{Value, json};
@@ -84,6 +84,10 @@ impl ModelClient for AnthropicClient {
 
     fn model(&self) -> &str {
         &self.transport.settings.model
+    }
+
+    fn wire_api(&self) -> Option<reef_core::WireApi> {
+        Some(reef_core::WireApi::Anthropic)
     }
 
     fn context_tokens(&self) -> Option<u32> {
@@ -166,7 +170,15 @@ pub(crate) fn request_body(settings: &ProviderSettings, request: &ModelRequest) 
                             "input_schema": t.parameters})
             })
             .collect();
+        if request.tool_choice == ToolChoice::Required {
+            body["tool_choice"] = json!({"type": "any"});
+        }
     }
+    // Anthropic has no seed or repeat penalty (config refuses them for this wire).
+    let s = &settings.sampling;
+    set_some(&mut body, "temperature", s.temperature);
+    set_some(&mut body, "top_p", s.top_p);
+    set_some(&mut body, "top_k", s.top_k);
     body
 }
 
@@ -312,6 +324,7 @@ mod tests {
             ],
             tools: Vec::new(),
             max_output_tokens: None,
+            ..Default::default()
         };
         let body = request_body(&ProviderSettings::default(), &request);
         assert_eq!(body["system"], "be brief");
@@ -325,6 +338,36 @@ mod tests {
         assert_eq!(results[1]["tool_use_id"], "toolu_2");
         assert_eq!(results[1]["is_error"], true);
         assert!(body.get("tools").is_none());
+    }
+
+    #[test]
+    fn sampling_and_a_required_call_are_sent() {
+        let settings = ProviderSettings {
+            sampling: reef_core::Sampling {
+                temperature: Some(0.5),
+                top_k: Some(20),
+                ..Default::default()
+            },
+            ..ProviderSettings::default()
+        };
+        let mut request = ModelRequest {
+            messages: vec![Message::user("go")],
+            tools: vec![reef_core::ToolSpec {
+                name: "a".into(),
+                description: String::new(),
+                parameters: json!({"type": "object"}),
+            }],
+            tool_choice: ToolChoice::Required,
+            ..Default::default()
+        };
+        let body = request_body(&settings, &request);
+        assert_eq!(body["tool_choice"], json!({"type": "any"}));
+        assert_eq!(body["temperature"], 0.5);
+        assert_eq!(body["top_k"], 20);
+        assert!(body.get("top_p").is_none() && body.get("seed").is_none());
+        request.tool_choice = ToolChoice::Auto;
+        let body = request_body(&ProviderSettings::default(), &request);
+        assert!(body.get("tool_choice").is_none() && body.get("temperature").is_none());
     }
 
     #[test]

@@ -39,6 +39,7 @@ fn local_client(settings: ProviderSettings) -> Result<Arc<dyn ModelClient>, LlmE
         threads: local.threads,
         context_tokens: settings.context_tokens,
         max_output_tokens: settings.max_output_tokens,
+        sampling: settings.sampling,
     });
     Ok(Arc::new(client))
 }

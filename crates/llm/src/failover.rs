@@ -72,6 +72,10 @@ impl ModelClient for FailoverClient {
         self.members.first().map_or("", |m| m.model())
     }
 
+    fn wire_api(&self) -> Option<reef_core::WireApi> {
+        self.members.first().and_then(|m| m.wire_api())
+    }
+
     /// The smallest window of the members that know theirs: whichever member serves, the
     /// history fits.
     fn context_tokens(&self) -> Option<u32> {

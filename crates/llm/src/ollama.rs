@@ -6,7 +6,7 @@ use crate::error::LlmError;
 use crate::http::Transport;
 use crate::retry::{error_excerpt, with_retries};
 use crate::settings::ProviderSettings;
-use crate::wire::{str_at, tool_call, u64_at};
+use crate::wire::{set_some, str_at, tool_call, u64_at};
 use async_trait::async_trait;
 use futures::StreamExt;
 use reef_core::{
@@ -94,6 +94,10 @@ impl ModelClient for OllamaClient {
 
     fn model(&self) -> &str {
         &self.transport.settings.model
+    }
+
+    fn wire_api(&self) -> Option<reef_core::WireApi> {
+        Some(reef_core::WireApi::Ollama)
     }
 
     fn context_tokens(&self) -> Option<u32> {
@@ -201,6 +205,14 @@ pub(crate) fn request_body(settings: &ProviderSettings, request: &ModelRequest) 
     if let Some(max) = request.max_output_tokens {
         body["options"]["num_predict"] = json!(max);
     }
+    // Ollama has no switch that forces a tool call: `tool_choice` is carried by the text.
+    let s = &settings.sampling;
+    let options = &mut body["options"];
+    set_some(options, "temperature", s.temperature);
+    set_some(options, "top_p", s.top_p);
+    set_some(options, "top_k", s.top_k);
+    set_some(options, "repeat_penalty", s.repeat_penalty);
+    set_some(options, "seed", s.seed);
     if !request.tools.is_empty() {
         body["tools"] = request
             .tools
@@ -273,6 +285,7 @@ mod tests {
                 parameters: json!({"type": "object"}),
             }],
             max_output_tokens: Some(64),
+            ..Default::default()
         };
         let body = request_body(&ProviderSettings::default(), &request);
         assert_eq!(
@@ -283,5 +296,19 @@ mod tests {
         assert_eq!(body["options"]["num_predict"], 64);
         assert_eq!(body["options"]["num_ctx"], 8192);
         assert_eq!(body["tools"][0]["function"]["name"], "list_dir");
+        assert!(body["options"].get("temperature").is_none());
+        let settings = ProviderSettings {
+            sampling: reef_core::Sampling {
+                temperature: Some(0.7),
+                repeat_penalty: Some(1.1),
+                seed: Some(3),
+                ..Default::default()
+            },
+            ..ProviderSettings::default()
+        };
+        let body = request_body(&settings, &request);
+        assert_eq!(body["options"]["seed"], 3);
+        assert_eq!(body["options"]["repeat_penalty"], json!(1.1_f32));
+        assert_eq!(body["options"]["temperature"], json!(0.7_f32));
     }
 }

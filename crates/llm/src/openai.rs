@@ -7,11 +7,11 @@ use crate::openai_stream::StreamState;
 use crate::retry::with_retries;
 use crate::settings::ProviderSettings;
 use crate::sse::SseEvent;
-use crate::wire::{str_at, tool_call, u64_at};
+use crate::wire::{set_some, str_at, tool_call, u64_at};
 use async_trait::async_trait;
 use reef_core::{
     Message, ModelClient, ModelError, ModelErrorKind, ModelRequest, ModelResponse, StopReason,
-    Usage,
+    ToolChoice, Usage,
 };
 use reef_core::{OnDelta, OnStream, StreamEvent};
 use serde_json::{Value, json};
@@ -77,6 +77,10 @@ impl ModelClient for OpenAiClient {
         &self.transport.settings.model
     }
 
+    fn wire_api(&self) -> Option<reef_core::WireApi> {
+        Some(reef_core::WireApi::OpenaiChat)
+    }
+
     fn context_tokens(&self) -> Option<u32> {
         Some(self.transport.settings.context_tokens)
     }
@@ -118,7 +122,18 @@ pub(crate) fn request_body(settings: &ProviderSettings, request: &ModelRequest) 
                     "name": t.name, "description": t.description, "parameters": t.parameters}})
             })
             .collect();
+        if request.tool_choice == ToolChoice::Required {
+            body["tool_choice"] = json!("required");
+        }
     }
+    // `top_k` and `repeat_penalty` are extensions of OpenAI-compatible servers (llama.cpp,
+    // vLLM); they are sent only when configured.
+    let s = &settings.sampling;
+    set_some(&mut body, "temperature", s.temperature);
+    set_some(&mut body, "top_p", s.top_p);
+    set_some(&mut body, "top_k", s.top_k);
+    set_some(&mut body, "repeat_penalty", s.repeat_penalty);
+    set_some(&mut body, "seed", s.seed);
     body
 }
 
@@ -267,6 +282,7 @@ mod tests {
                 parameters: json!({"type": "object"}),
             }],
             max_output_tokens: Some(99),
+            ..Default::default()
         };
         let body = request_body(&ProviderSettings::default(), &request);
         assert_eq!(body["stream_options"]["include_usage"], true);
@@ -279,5 +295,25 @@ mod tests {
         );
         assert_eq!(body["messages"][3]["tool_call_id"], "c1");
         assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");
+        assert!(body.get("tool_choice").is_none() && body.get("temperature").is_none());
+
+        let settings = ProviderSettings {
+            sampling: reef_core::Sampling {
+                temperature: Some(0.2),
+                top_p: Some(0.9),
+                seed: Some(7),
+                ..Default::default()
+            },
+            ..ProviderSettings::default()
+        };
+        let required = ModelRequest {
+            tool_choice: reef_core::ToolChoice::Required,
+            ..request
+        };
+        let body = request_body(&settings, &required);
+        assert_eq!(body["tool_choice"], "required");
+        assert_eq!(body["seed"], 7);
+        assert_eq!(body["top_p"], json!(0.9_f32));
+        assert!(body.get("top_k").is_none() && body.get("repeat_penalty").is_none());
     }
 }

@@ -1,6 +1,6 @@
 //! `ProviderSettings`: everything a model client needs to know about one configured provider.
 
-use reef_core::WireApi;
+use reef_core::{Sampling, WireApi};
 use std::fmt;
 use std::time::Duration;
 
@@ -33,6 +33,8 @@ pub struct ProviderSettings {
     pub context_tokens: u32,
     /// `WireApi::Local`: the GGUF file and threads (None: idle cores).
     pub local: Option<LocalModelSettings>,
+    /// How tokens are sampled; unset fields are not sent (the provider's default).
+    pub sampling: Sampling,
 }
 
 /// What a local (in-process) model needs besides the common settings.
@@ -57,6 +59,7 @@ impl Default for ProviderSettings {
             max_output_tokens: 4096,
             context_tokens: 8192,
             local: None,
+            sampling: Sampling::default(),
         }
     }
 }
@@ -84,6 +87,7 @@ impl fmt::Debug for ProviderSettings {
             .field("max_output_tokens", &self.max_output_tokens)
             .field("context_tokens", &self.context_tokens)
             .field("local", &self.local)
+            .field("sampling", &self.sampling)
             .finish()
     }
 }

@@ -33,6 +33,13 @@ pub(crate) fn tool_call(id: &str, name: &str, arguments: String) -> ToolCall {
     }
 }
 
+/// Sets `body[key]` to `value` when there is one (an unset option is left to the provider).
+pub(crate) fn set_some<T: serde::Serialize>(body: &mut Value, key: &str, value: Option<T>) {
+    if let Some(value) = value {
+        body[key] = serde_json::json!(value);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

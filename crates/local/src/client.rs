@@ -27,6 +27,8 @@ pub struct LocalSettings {
     /// The context window in tokens (prompt plus reply).
     pub context_tokens: u32,
     pub max_output_tokens: u32,
+    /// How tokens are chosen (greedy unless a temperature above 0 is set).
+    pub sampling: reef_core::Sampling,
 }
 
 /// Totals over the requests a client has served, for benchmarks and diagnostics.
@@ -163,6 +165,10 @@ impl ModelClient for LocalClient {
         &self.settings.model
     }
 
+    fn wire_api(&self) -> Option<reef_core::WireApi> {
+        Some(reef_core::WireApi::Local)
+    }
+
     fn context_tokens(&self) -> Option<u32> {
         Some(self.settings.context_tokens)
     }
@@ -201,7 +207,12 @@ impl ModelClient for LocalClient {
             .min(self.settings.max_output_tokens.max(1));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         engine
-            .submit(request.clone(), max_output_tokens, tx)
+            .submit(
+                request.clone(),
+                max_output_tokens,
+                self.settings.sampling,
+                tx,
+            )
             .map_err(fail)?;
         let generation = loop {
             match rx.recv().await {

@@ -1,9 +1,10 @@
 //! The inference thread: owns one loaded GGUF model and its context, renders prompts with the
 //! model's chat template, decodes only what the KV cache does not already hold, and samples a
-//! reply (greedy, under the tool grammar when tools are offered), streaming text as it comes.
+//! reply (greedy or sampled per the provider, under the tool grammar when tools are offered), streaming text as it comes.
 //! It also counts a request's prompt tokens exactly, with the same template and tokenizer.
 
 use crate::error::LocalError;
+use crate::sample::Picker;
 use crate::template::ChatTemplate;
 use crate::{grammar, protocol};
 use llama_cpp_2::context::LlamaContext;
@@ -14,9 +15,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
-use llama_cpp_2::token::data::LlamaTokenData;
-use llama_cpp_2::token::data_array::LlamaTokenDataArray;
-use reef_core::{ModelRequest, StopReason};
+use reef_core::{ModelRequest, Sampling, StopReason};
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -75,6 +74,7 @@ enum Job {
 struct GenerateJob {
     request: ModelRequest,
     max_output_tokens: u32,
+    sampling: Sampling,
     events: UnboundedSender<EngineEvent>,
 }
 
@@ -114,12 +114,14 @@ impl Engine {
         &self,
         request: ModelRequest,
         max_output_tokens: u32,
+        sampling: Sampling,
         events: UnboundedSender<EngineEvent>,
     ) -> Result<(), LocalError> {
         self.jobs
             .send(Job::Generate(GenerateJob {
                 request,
                 max_output_tokens,
+                sampling,
                 events,
             }))
             .map_err(|_| LocalError::Stopped)
@@ -351,12 +353,13 @@ impl Session<'_> {
     ) -> Result<(String, StopReason, u64), LocalError> {
         let n_ctx = ctx.n_ctx() as usize;
         let mut grammar =
-            match grammar::for_tools(&job.request.tools) {
+            match grammar::for_tools(&job.request.tools, job.request.tool_choice) {
                 Some(g) => Some(LlamaSampler::grammar(self.model, &g, "root").map_err(|e| {
                     LocalError::Template(format!("the tool grammar was refused: {e}"))
                 })?),
                 None => None,
             };
+        let mut picker = Picker::new(&job.sampling, self.model.n_vocab());
         let mut text = String::new();
         let mut pending_bytes: Vec<u8> = Vec::new();
         let mut output_tokens = 0u64;
@@ -365,13 +368,14 @@ impl Session<'_> {
             if output_tokens >= u64::from(job.max_output_tokens) || self.cached.len() >= n_ctx {
                 break StopReason::MaxTokens;
             }
-            let token = pick(ctx, last_index, grammar.as_mut());
+            let token = picker.pick(ctx, last_index, grammar.as_mut());
             if self.model.vocab().is_eog(token) {
                 break StopReason::EndTurn;
             }
             if let Some(g) = grammar.as_mut() {
                 g.accept(token);
             }
+            picker.accept(token);
             output_tokens += 1;
             pending_bytes.extend(self.model.vocab().token_to_piece(token, true, None));
             let piece = take_utf8(&mut pending_bytes);
@@ -402,37 +406,6 @@ impl Session<'_> {
         };
         Ok((text, stop, output_tokens))
     }
-}
-
-/// The most likely next token; under a grammar, the most likely one the grammar allows. The
-/// grammar is consulted for the greedy choice first and only filters the whole vocabulary when
-/// that choice is not allowed, which keeps free-text answers nearly as fast as without one.
-fn pick(ctx: &LlamaContext<'_>, index: i32, grammar: Option<&mut LlamaSampler>) -> LlamaToken {
-    let logits = ctx.get_logits_ith(index);
-    let best = argmax(logits.iter().copied().enumerate());
-    let Some(grammar) = grammar else {
-        return best;
-    };
-    let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(best, 0.0, 0.0)], false);
-    single.apply_sampler(grammar);
-    if single.data.first().is_some_and(|d| d.logit().is_finite()) {
-        return best;
-    }
-    let mut all = ctx.token_data_array_ith(index);
-    all.apply_sampler(grammar);
-    let allowed = all
-        .data
-        .iter()
-        .filter(|d| d.logit().is_finite())
-        .map(|d| (d.id().0 as usize, d.logit()));
-    argmax(allowed)
-}
-
-fn argmax(scores: impl Iterator<Item = (usize, f32)>) -> LlamaToken {
-    let (index, _) = scores.fold((0usize, f32::NEG_INFINITY), |best, (i, s)| {
-        if s > best.1 { (i, s) } else { best }
-    });
-    LlamaToken(index as i32)
 }
 
 /// The longest valid UTF-8 prefix of `bytes` (removed from it); an incomplete character at the

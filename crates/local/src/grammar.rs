@@ -1,9 +1,11 @@
 //! The GBNF grammar a reply is sampled under when tools are offered: either a plain-text answer
 //! or one or more `<tool_call>` blocks whose JSON names an offered tool and carries arguments
 //! shaped by that tool's schema (required properties first, in schema order; optional ones may
-//! follow). The model chooses which; it cannot produce a malformed call.
+//! follow). The choice is made at the first character: an answer cannot start like a call, and
+//! cannot hold a code fence or a `<tool_call>` tag later either, so a call cannot hide inside
+//! prose; a call, once begun, is well-formed. With `ToolChoice::Required` only calls are allowed.
 
-use reef_core::ToolSpec;
+use reef_core::{ToolChoice, ToolSpec};
 use serde_json::Value;
 use std::fmt::Write as _;
 
@@ -18,17 +20,27 @@ number ::= integer ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
 boolean ::= "true" | "false"
 "#;
 
+/// An answer: text that does not start like a call (a tag, a JSON object or a code fence, which
+/// small models otherwise use to write calls as text) and never contains a code fence or `<t`
+/// (so no `<tool_call>` tag) further on.
+const ANSWER_RULES: &str = r#"answer ::= [^<{`] answer-char* ( "`" | "``" | "<" )?
+answer-char ::= [^`<] | "`" [^`<] | "``" [^`<] | "<" [^t`<]
+"#;
+
 /// The grammar for a reply when `tools` are offered (None when there are none).
-pub fn for_tools(tools: &[ToolSpec]) -> Option<String> {
+pub fn for_tools(tools: &[ToolSpec], choice: ToolChoice) -> Option<String> {
     if tools.is_empty() {
         return None;
     }
     let mut g = String::new();
-    // An answer is text that does not look like the start of a call (a tag, a JSON object or
-    // a code fence, which small models otherwise use to write calls as text); calls may be
-    // several, separated by whitespace.
-    g.push_str("root ::= answer | calls\n");
-    g.push_str("answer ::= [^<{`] .*\n");
+    // Calls may be several, separated by whitespace.
+    match choice {
+        ToolChoice::Auto => {
+            g.push_str("root ::= answer | calls\n");
+            g.push_str(ANSWER_RULES);
+        }
+        ToolChoice::Required => g.push_str("root ::= calls\n"),
+    }
     g.push_str("calls ::= call ( ws call )*\n");
     let alternatives: Vec<String> = (0..tools.len()).map(|i| format!("tool-{i}")).collect();
     let _ = writeln!(
@@ -147,7 +159,7 @@ mod tests {
 
     #[test]
     fn no_tools_no_grammar() {
-        assert!(for_tools(&[]).is_none());
+        assert!(for_tools(&[], ToolChoice::Auto).is_none());
     }
 
     #[test]
@@ -158,7 +170,7 @@ mod tests {
                 json!({"type": "object", "properties": {"timeout": {"type": "integer"}, "command": {"type": "string"}}, "required": ["command"]}),
             ),
             tool("list_agents", json!({"type": "object", "properties": {}})),
-        ])
+        ], ToolChoice::Auto)
         .unwrap_or_default();
         assert!(g.contains(r#"tool-0 ::= "\"shell\"""#), "{g}");
         assert!(g.contains(r#"tool-1 ::= "\"list_agents\"""#), "{g}");
@@ -168,6 +180,17 @@ mod tests {
             "{g}"
         );
         assert!(g.contains(r#"args-1 ::= "{" ws "}""#), "{g}");
+        assert!(g.starts_with("root ::= answer | calls\n"), "{g}");
+        let required = for_tools(
+            &[tool(
+                "list_agents",
+                json!({"type": "object", "properties": {}}),
+            )],
+            ToolChoice::Required,
+        )
+        .unwrap_or_default();
+        assert!(required.starts_with("root ::= calls\n"), "{required}");
+        assert!(!required.contains("answer"), "{required}");
     }
 
     #[test]

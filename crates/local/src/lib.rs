@@ -8,6 +8,7 @@ mod engine;
 mod error;
 mod grammar;
 mod protocol;
+mod sample;
 mod template;
 
 pub use client::{LocalClient, LocalSettings, LocalStats, idle_cores};

@@ -8,6 +8,7 @@ mod memory;
 mod outputs;
 mod resume;
 mod setup;
+mod small;
 
 use reef_agent::{Session, SessionOptions};
 use reef_core::{Event, EventMsg, WireApi};
@@ -36,6 +37,7 @@ pub(crate) fn options(workspace: &Path) -> SessionOptions {
         compact_at: 0.75,
         compaction: reef_core::CompactionStrategy::Summarize,
         keep_recent_turns: 4,
+        profile: reef_core::AgentProfile::Auto,
     }
 }
 

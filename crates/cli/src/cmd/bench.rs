@@ -32,6 +32,7 @@ pub async fn model(overrides: &[String], args: BenchModelArgs) -> anyhow::Result
         threads: args.threads,
         context_tokens: 8192,
         max_output_tokens: 512,
+        sampling: reef_core::Sampling::default(),
     }));
     let started = Instant::now();
     client.load().await?;
@@ -201,6 +202,7 @@ async fn measure(
         messages,
         tools,
         max_output_tokens: Some(96),
+        ..Default::default()
     };
     client.complete(&request, &|_| {}).await?;
     Ok(delta(client.stats(), before))

@@ -30,6 +30,8 @@ struct TaskResult {
     tool_calls: Vec<String>,
     /// Tool calls the model wrote as text, which the lenient parser recovered.
     text_calls: u32,
+    /// Answers the small-model profile sent back to the model.
+    sent_back: u32,
 }
 
 pub async fn agent(overrides: &[String], args: BenchAgentArgs) -> anyhow::Result<u8> {
@@ -57,7 +59,23 @@ pub async fn agent(overrides: &[String], args: BenchAgentArgs) -> anyhow::Result
         overrides.as_slice(),
         args.model.as_deref(),
     )?);
-    let config = home::load_config(&overrides)?;
+    let mut config = home::load_config(&overrides)?;
+    let provider = config.provider()?.clone();
+    // An embedded model left to pick its threads takes the cores idle when it loads; a
+    // benchmark uses them all, so that its figures do not depend on what ran just before.
+    if provider.wire_api == reef_core::WireApi::Local && provider.threads.is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        if config.implicit_local {
+            // The zero-config default exists only while no provider is configured.
+            overrides.push(format!("providers.{}.wire_api=local", provider.name));
+            overrides.push(format!(
+                "providers.{}.model={}",
+                provider.name, provider.model
+            ));
+        }
+        overrides.push(format!("providers.{}.threads={cores}", provider.name));
+        config = home::load_config(&overrides)?;
+    }
     let provider = config.provider()?.clone();
     let model = reef_agent::default_model(&config)?;
 
@@ -68,8 +86,12 @@ pub async fn agent(overrides: &[String], args: BenchAgentArgs) -> anyhow::Result
     // names it, stays the same and a local model's cache keeps serving it.
     let workspace = scratch.path().join("workspace");
     if !args.json {
+        let threads = provider
+            .threads
+            .map(|n| format!(", {n} threads"))
+            .unwrap_or_default();
         println!(
-            "{} tasks ({origin}) with {} ({})",
+            "{} tasks ({origin}) with {} ({}{threads})",
             tasks.len(),
             provider.name,
             provider.model
@@ -90,7 +112,7 @@ pub async fn agent(overrides: &[String], args: BenchAgentArgs) -> anyhow::Result
     } else {
         println!(
             "passed {}/{} ({:.0}%); per task: median {} rounds, median {:.1} s, median {} \
-             tokens; {} of {} tool calls were written as text",
+             tokens; {} of {} tool calls were written as text; {} answers sent back",
             report.passed,
             report.tasks,
             report.pass_rate * 100.0,
@@ -98,7 +120,8 @@ pub async fn agent(overrides: &[String], args: BenchAgentArgs) -> anyhow::Result
             report.median_wall_secs,
             report.median_tokens,
             report.text_calls,
-            report.tool_calls
+            report.tool_calls,
+            report.sent_back
         );
     }
     Ok(exit::OK)
@@ -157,6 +180,7 @@ async fn run_task(
     });
     let mut tool_calls = Vec::new();
     let mut text_calls = 0;
+    let mut sent_back = 0;
     let (outcome, rounds, usage) = loop {
         let Some(event) = handle.next_event().await else {
             anyhow::bail!("the session ended unexpectedly");
@@ -165,6 +189,9 @@ async fn run_task(
             EventMsg::ToolCallBegin {
                 name, arguments, ..
             } => tool_calls.push(format!("{name} {arguments}")),
+            EventMsg::Warning { message } if message.contains("the answer was sent back") => {
+                sent_back += 1;
+            }
             EventMsg::Warning { message } if message.contains("tool call(s) as text") => {
                 text_calls += message
                     .split_whitespace()
@@ -209,6 +236,7 @@ async fn run_task(
         wall_secs,
         tool_calls,
         text_calls,
+        sent_back,
     })
 }
 
@@ -221,12 +249,16 @@ fn outcome_name(outcome: &TurnOutcome) -> String {
 
 fn print_result(r: &TaskResult) {
     println!(
-        "{} {:<28} {:>2} rounds {:>7} tokens {:>6.1} s",
+        "{} {:<28} {:>2} rounds {:>7} tokens {:>6.1} s{}",
         if r.passed { "PASS" } else { "FAIL" },
         r.name,
         r.rounds,
         r.tokens,
-        r.wall_secs
+        r.wall_secs,
+        match r.sent_back {
+            0 => String::new(),
+            n => format!("  ({n} sent back)"),
+        }
     );
     for call in &r.tool_calls {
         println!("       called {}", crate::render::clip(call, 160));
@@ -255,6 +287,7 @@ struct Summary {
     total_wall_secs: f64,
     tool_calls: usize,
     text_calls: u32,
+    sent_back: u32,
 }
 
 fn summary(results: &[TaskResult], provider: &str, model: &str) -> Summary {
@@ -271,6 +304,7 @@ fn summary(results: &[TaskResult], provider: &str, model: &str) -> Summary {
         total_wall_secs: results.iter().map(|r| r.wall_secs).sum(),
         tool_calls: results.iter().map(|r| r.tool_calls.len()).sum(),
         text_calls: results.iter().map(|r| r.text_calls).sum(),
+        sent_back: results.iter().map(|r| r.sent_back).sum(),
     }
 }
 

@@ -109,3 +109,72 @@ fn bad_overrides_are_rejected() {
         "{text}"
     );
 }
+
+#[test]
+fn sampling_is_range_checked_and_refused_where_the_wire_has_none() {
+    let fx = Fixture::new();
+    fx.write(Path::new("home/reef.toml"), MAIN);
+    let config = fx
+        .load(
+            &[],
+            &[
+                "providers.main.temperature=0.3",
+                "providers.main.top_k=40",
+                "providers.main.seed=11",
+            ],
+        )
+        .unwrap();
+    let sampling = config.providers["main"].sampling;
+    assert_eq!(sampling.temperature, Some(0.3));
+    assert_eq!(sampling.top_k, Some(40));
+    assert_eq!(sampling.seed, Some(11));
+    assert_eq!(sampling.top_p, None);
+
+    for (key, expect) in [
+        (
+            "providers.main.temperature=3.5",
+            "providers.main.temperature",
+        ),
+        ("providers.main.top_p=0", "providers.main.top_p"),
+        ("providers.main.top_k=0", "providers.main.top_k"),
+        (
+            "providers.main.repeat_penalty=-1",
+            "providers.main.repeat_penalty",
+        ),
+    ] {
+        let text = fx.load(&[], &[key]).unwrap_err().to_string();
+        assert!(text.contains(expect), "{key}: {text}");
+    }
+    let text = fx
+        .load(
+            &[],
+            &[
+                "providers.a.wire_api=anthropic",
+                "providers.a.base_url=https://api.anthropic.com/v1",
+                "providers.a.model=claude",
+                "providers.a.seed=1",
+            ],
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("providers.a.seed") && text.contains("not supported"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unknown_agent_profile_lists_the_valid_ones() {
+    let fx = Fixture::new();
+    let config = fx.load(&[], &["agent.profile=small"]).unwrap();
+    assert_eq!(config.agent.profile, reef_core::AgentProfile::Small);
+    let text = fx
+        .load(&[], &["agent.profile=tiny"])
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("agent.profile"), "{text}");
+    assert!(
+        text.contains("auto") && text.contains("standard") && text.contains("small"),
+        "{text}"
+    );
+}

@@ -33,6 +33,7 @@ pub fn settings(mock: &MockLlm, wire_api: WireApi, stream: bool) -> ProviderSett
         max_output_tokens: 1000,
         context_tokens: 16_384,
         local: None,
+        sampling: reef_core::Sampling::default(),
     }
 }
 
@@ -81,6 +82,7 @@ pub fn user(text: &str) -> ModelRequest {
         messages: vec![Message::system("You are terse."), Message::user(text)],
         tools: Vec::new(),
         max_output_tokens: None,
+        ..Default::default()
     }
 }
 

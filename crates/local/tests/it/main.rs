@@ -16,12 +16,14 @@ async fn count_tokens_is_none_when_the_model_cannot_load() {
         threads: Some(2),
         context_tokens: 4096,
         max_output_tokens: 2,
+        sampling: reef_core::Sampling::default(),
     });
     assert_eq!(client.context_tokens(), Some(4096));
     let request = ModelRequest {
         messages: vec![Message::user("Say hi.")],
         tools: Vec::new(),
         max_output_tokens: Some(2),
+        ..Default::default()
     };
     assert_eq!(client.count_tokens(&request).await, None);
 }

@@ -59,6 +59,7 @@ async fn pulls_the_small_model_and_generates_through_model_client() {
         messages: messages.clone(),
         tools: Vec::new(),
         max_output_tokens: None,
+        ..Default::default()
     };
     assert_eq!(client.context_tokens(), Some(2048));
     // The exact count of what the engine feeds (it loads the model first).
@@ -97,6 +98,7 @@ async fn pulls_the_small_model_and_generates_through_model_client() {
         messages,
         tools: Vec::new(),
         max_output_tokens: Some(8),
+        ..Default::default()
     };
     let second = client.complete(&request, &|_| {}).await.unwrap();
     assert!(
@@ -118,6 +120,7 @@ async fn pulls_the_small_model_and_generates_through_model_client() {
             parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
         }],
         max_output_tokens: Some(48),
+        ..Default::default()
     };
     let counted = client.count_tokens(&request).await.unwrap();
     let mut bare = request.clone();
@@ -160,6 +163,7 @@ async fn a_missing_model_file_names_the_pull_command() {
         messages: vec![Message::user("hi")],
         tools: Vec::new(),
         max_output_tokens: None,
+        ..Default::default()
     };
     let err = client.complete(&request, &|_| {}).await.unwrap_err();
     assert_eq!(err.kind, ModelErrorKind::NotFound);

@@ -1,0 +1,441 @@
+//! The profile for small models (`agent.profile = "small"`, the default for a model run
+//! in-process): a compact system prompt with worked examples, the few tools such a model needs
+//! described for it, a hint after a failed call naming the likely right tool, and the review
+//! that sends an answer back once when no tool result supports it.
+
+use reef_core::ToolSpec;
+use serde_json::json;
+use std::path::Path;
+
+/// Built-in tools left out for a small model: `shell` does their work with commands it knows
+/// (`ls`, `grep`), and every extra tool description is one more way to choose wrong.
+const LEFT_OUT: &[&str] = &[
+    "list_dir",
+    "search_files",
+    "http_fetch",
+    "memory_save",
+    "memory_search",
+    "memory_forget",
+];
+
+/// The tools offered to a small model: the registry's, less [`LEFT_OUT`], with the file and
+/// shell tools described for it and only their required arguments.
+pub(crate) fn tool_specs(specs: Vec<ToolSpec>) -> Vec<ToolSpec> {
+    specs
+        .into_iter()
+        .filter(|s| !LEFT_OUT.contains(&s.name.as_str()))
+        .map(|s| match rewrite(&s.name) {
+            Some((description, parameters)) => ToolSpec {
+                name: s.name,
+                description: description.to_owned(),
+                parameters,
+            },
+            None => s,
+        })
+        .collect()
+}
+
+fn rewrite(name: &str) -> Option<(&'static str, serde_json::Value)> {
+    let string = |what: &str| json!({"type": "string", "description": what});
+    let object = |properties: serde_json::Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
+    Some(match name {
+        "shell" => (
+            "Run a shell command in the workspace and get its output. Use it to list files \
+             (ls), count lines or words (wc -l FILE, wc -w FILE), find text (grep), compute \
+             (awk, sort, uniq), and to rename or move (mv), copy (cp), delete (rm) files and \
+             make directories (mkdir -p).",
+            object(
+                json!({"command": string("The command line, e.g. `wc -l data.csv`.")}),
+                &["command"],
+            ),
+        ),
+        "read_file" => (
+            "Show the text of one file.",
+            object(
+                json!({"path": string("The file, e.g. `notes.txt`.")}),
+                &["path"],
+            ),
+        ),
+        "write_file" => (
+            "Create a file, or replace all of its text, with the given content.",
+            object(
+                json!({"path": string("The file to write."),
+                       "content": string("The complete new text of the file.")}),
+                &["path", "content"],
+            ),
+        ),
+        "edit_file" => (
+            "Replace exact text inside one file. Not for renaming, moving or copying files: \
+             use shell with mv or cp for that.",
+            object(
+                json!({"path": string("The file to change."),
+                       "old_string": string("The exact text to replace, as the file has it."),
+                       "new_string": string("The text to put in its place.")}),
+                &["path", "old_string", "new_string"],
+            ),
+        ),
+        _ => return None,
+    })
+}
+
+/// The compact system prompt: where the agent works, how to work, and two worked examples of
+/// a call followed by an answer taken from its result.
+pub(crate) fn system_prompt(workspace: &Path, tool_names: &[String]) -> String {
+    format!(
+        "You are a reef agent. You work in the directory {workspace}; use paths relative to it.\n\
+         Tools: {tools}.\n\
+         Do every task by calling tools, one step at a time. Never guess what a file holds or \
+         what a command prints: call a tool, read its result, then answer from that result. \
+         Use shell for counting, searching, computing, renaming, moving, copying and deleting. \
+         When the task is done, reply with one short sentence that states the result.\n\n\
+         Example:\n\
+         user: How many lines does notes.txt have?\n\
+         assistant: <tool_call>\n{{\"name\": \"shell\", \"arguments\": {{\"command\": \"wc -l notes.txt\"}}}}\n</tool_call>\n\
+         tool: exit_code: 0 stdout: 12 notes.txt\n\
+         assistant: notes.txt has 12 lines.\n\n\
+         Example:\n\
+         user: Rename a.txt to b.txt.\n\
+         assistant: <tool_call>\n{{\"name\": \"shell\", \"arguments\": {{\"command\": \"mv a.txt b.txt\"}}}}\n</tool_call>\n\
+         tool: exit_code: 0\n\
+         assistant: Renamed a.txt to b.txt.",
+        workspace = workspace.display(),
+        tools = tool_names.join(", "),
+    )
+}
+
+/// A short hint added to a failed call's result, naming the likely right tool.
+pub(crate) fn error_hint(tool: &str, error: &str) -> &'static str {
+    let error = error.to_ascii_lowercase();
+    match tool {
+        "edit_file" => {
+            "Hint: edit_file only replaces text inside a file; read the file first and copy \
+             the exact text. To rename, move, copy or delete a file, use shell with mv, cp or rm."
+        }
+        "read_file" if error.contains("directory") => {
+            "Hint: that is a directory; list it with shell: ls DIR"
+        }
+        "read_file" | "write_file" if error.contains("not found") || error.contains("no such") => {
+            "Hint: list the files first with shell: ls"
+        }
+        "write_file" => "Hint: write_file needs a path and the complete content.",
+        "shell" => "Hint: try a simpler command; the workspace is the current directory.",
+        _ => "Hint: check the arguments, or do it with shell instead.",
+    }
+}
+
+/// What one turn has shown the model so far, for [`review`].
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Evidence {
+    /// Tool calls made in the turn.
+    pub calls: u32,
+    /// Every tool result of the turn, in order.
+    pub results: Vec<String>,
+    /// Whether the last call of the turn failed (an error, or a command that exited non-zero).
+    pub last_failed: bool,
+}
+
+impl Evidence {
+    pub(crate) fn record(&mut self, tool: &str, content: &str, is_error: bool) {
+        self.calls += 1;
+        self.last_failed = is_error || (tool == "shell" && exited_non_zero(content));
+        self.results.push(content.to_owned());
+    }
+}
+
+fn exited_non_zero(output: &str) -> bool {
+    output
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("exit_code: "))
+        .is_some_and(|code| code.trim() != "0")
+}
+
+/// Why an answer is sent back: each at most once per turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Nudge {
+    /// The question is about the workspace and no tool was called.
+    Unlooked,
+    /// The last call failed and the answer came anyway.
+    AfterFailure,
+    /// The question asks for a number or a name the answer gives but no result shows.
+    Unsupported,
+}
+
+impl Nudge {
+    /// The message sent back (as a user message marked as reef's).
+    pub(crate) fn message(self, detail: &str) -> String {
+        match self {
+            Nudge::Unlooked => "[reef] You answered without looking. Call a tool first to \
+                 check (for example shell with ls, cat FILE or wc -l FILE), then answer from \
+                 its result."
+                .to_owned(),
+            Nudge::AfterFailure => format!(
+                "[reef] Your last call failed, so the task is not done yet. Fix it with \
+                 another call (see the hint in the result), then answer.{detail}"
+            ),
+            Nudge::Unsupported => format!(
+                "[reef] {detail} Do not work it out in your head: run a command that prints \
+                 it (for example with wc, grep -c, awk or ls), then answer with exactly what \
+                 the result shows."
+            ),
+        }
+    }
+
+    /// Whether the request after this nudge must call a tool.
+    pub(crate) fn requires_call(self) -> bool {
+        matches!(self, Nudge::Unlooked | Nudge::AfterFailure)
+    }
+}
+
+/// The nudge `answer` to `input` earns given what the turn has shown, if any (those in
+/// `given` are not repeated), with its detail text.
+pub(crate) fn review(
+    input: &str,
+    answer: &str,
+    evidence: &Evidence,
+    given: &[Nudge],
+) -> Option<(Nudge, String)> {
+    let fresh = |n: Nudge| !given.contains(&n);
+    if evidence.calls == 0 {
+        return (fresh(Nudge::Unlooked) && about_workspace(input))
+            .then(|| (Nudge::Unlooked, String::new()));
+    }
+    if evidence.last_failed && fresh(Nudge::AfterFailure) {
+        return Some((Nudge::AfterFailure, String::new()));
+    }
+    if !fresh(Nudge::Unsupported) {
+        return None;
+    }
+    let shown = |word: &str| {
+        evidence.results.iter().any(|r| contains_word(r, word)) || contains_word(input, word)
+    };
+    if asks_for_number(input) {
+        let numbers = numbers(answer);
+        if numbers.is_empty() {
+            return Some((
+                Nudge::Unsupported,
+                "The question asks for a number and your answer gives none.".to_owned(),
+            ));
+        }
+        if let Some(n) = numbers.iter().find(|n| !shown(n)) {
+            return Some((
+                Nudge::Unsupported,
+                format!("No tool result shows the number {n} of your answer."),
+            ));
+        }
+    }
+    if asks_for_name(input) {
+        let names = file_names(answer);
+        if !names.is_empty() && !names.iter().any(|n| shown(n)) {
+            return Some((
+                Nudge::Unsupported,
+                format!(
+                    "No tool result shows the name {} of your answer.",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// Whether `input` is about files: it names one (`data.csv`, `src/app`) or speaks of files,
+/// directories or lines.
+pub(crate) fn about_workspace(input: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "file",
+        "files",
+        "directory",
+        "directories",
+        "folder",
+        "folders",
+        "dir",
+        "workspace",
+        "line",
+        "lines",
+    ];
+    !file_names(input).is_empty()
+        || words(input).any(|w| WORDS.contains(&w.to_ascii_lowercase().as_str()))
+}
+
+fn asks_for_number(input: &str) -> bool {
+    const PHRASES: &[&str] = &[
+        "how many",
+        "how much",
+        "how often",
+        "how long",
+        "sum of",
+        "total",
+        "number of",
+        "largest number",
+        "smallest number",
+        "maximum",
+        "minimum",
+        "average",
+    ];
+    let lower = input.to_ascii_lowercase();
+    PHRASES.iter().any(|p| lower.contains(p))
+}
+
+fn asks_for_name(input: &str) -> bool {
+    const PHRASES: &[&str] = &[
+        "which file",
+        "what file",
+        "which directory",
+        "file name",
+        "its name",
+        "name of the file",
+    ];
+    let lower = input.to_ascii_lowercase();
+    PHRASES.iter().any(|p| lower.contains(p))
+}
+
+/// Words: runs of letters, digits and `._-/`, with trailing dots and dashes removed.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '/')))
+        .map(|w| w.trim_end_matches(['.', '-']))
+        .filter(|w| !w.is_empty())
+}
+
+/// Whether `word` occurs in `text` as a whole word.
+fn contains_word(text: &str, word: &str) -> bool {
+    words(text).any(|w| w == word || w.trim_start_matches("./") == word)
+}
+
+/// The integers and decimals in `text`, with thousands separators removed.
+fn numbers(text: &str) -> Vec<String> {
+    words(&text.replace(',', ""))
+        .map(|w| w.trim_start_matches('-'))
+        .filter(|w| {
+            !w.is_empty()
+                && w.chars().all(|c| c.is_ascii_digit() || c == '.')
+                && w.chars().next().is_some_and(|c| c.is_ascii_digit())
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Words that look like file names: a stem and an extension of letters and digits
+/// (`data.csv`, `logs/a.log`), not numbers (`3.14`).
+fn file_names(text: &str) -> Vec<String> {
+    words(text)
+        .filter(|w| {
+            let Some((stem, ext)) = w.rsplit_once('.') else {
+                return false;
+            };
+            !stem.is_empty()
+                && !stem.ends_with('/')
+                && (1..=8).contains(&ext.len())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                && ext.chars().any(|c| c.is_ascii_alphabetic())
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn evidence(results: &[&str]) -> Evidence {
+        let mut e = Evidence::default();
+        for r in results {
+            e.record("shell", r, false);
+        }
+        e
+    }
+
+    #[test]
+    fn an_answer_about_files_without_a_call_is_sent_back_once() {
+        let none = Evidence::default();
+        let q = "How many lines does data.csv have?";
+        assert_eq!(
+            review(q, "10", &none, &[]).map(|n| n.0),
+            Some(Nudge::Unlooked)
+        );
+        assert_eq!(review(q, "10", &none, &[Nudge::Unlooked]), None);
+        // Not about the workspace: answered as it is.
+        assert_eq!(review("What is 2+2?", "4", &none, &[]), None);
+        assert!(about_workspace(
+            "Create the directories src/app and src/lib"
+        ));
+        assert!(!about_workspace("Say hello in French."));
+    }
+
+    #[test]
+    fn a_failed_last_call_or_non_zero_exit_sends_the_answer_back() {
+        let mut e = Evidence::default();
+        e.record("edit_file", "old_string not found", true);
+        assert_eq!(
+            review("Rename notes.md to todo.md.", "Done.", &e, &[]).map(|n| n.0),
+            Some(Nudge::AfterFailure)
+        );
+        let mut e = Evidence::default();
+        e.record(
+            "shell",
+            "exit_code: 1\nstdout: (empty)\nstderr:\nmv: cannot stat",
+            false,
+        );
+        assert!(e.last_failed);
+        e.record("shell", "exit_code: 0\nstdout: (empty)", false);
+        assert!(!e.last_failed, "a later success clears it");
+    }
+
+    #[test]
+    fn numbers_and_names_must_appear_in_a_result() {
+        let e = evidence(&["exit_code: 0\nstdout:\n13 data.csv\n"]);
+        let q = "How many lines does data.csv have?";
+        assert_eq!(review(q, "data.csv has 13 lines.", &e, &[]), None);
+        let (nudge, detail) = review(q, "It has 10 lines.", &e, &[]).unwrap();
+        assert_eq!(nudge, Nudge::Unsupported);
+        assert!(detail.contains("10"), "{detail}");
+        assert!(review(q, "It has many lines.", &e, &[]).is_some());
+        assert_eq!(
+            review(q, "It has 10 lines.", &e, &[Nudge::Unsupported]),
+            None
+        );
+        // A number given in the question counts as shown.
+        let q = "How many of the 3 files are empty?";
+        assert_eq!(review(q, "3 of them.", &e, &[]), None);
+
+        let e = evidence(&["exit_code: 0\nstdout:\nc.txt\n"]);
+        let q = "Which file mentions the word 'penguin'?";
+        assert_eq!(review(q, "c.txt mentions it.", &e, &[]), None);
+        assert_eq!(
+            review(q, "b.txt mentions it.", &e, &[]).map(|n| n.0),
+            Some(Nudge::Unsupported)
+        );
+    }
+
+    #[test]
+    fn the_small_tool_set_is_rewritten_and_narrowed() {
+        let spec = |name: &str| ToolSpec {
+            name: name.into(),
+            description: "long".into(),
+            parameters: json!({"type": "object", "properties": {"cwd": {"type": "string"}}}),
+        };
+        let specs = tool_specs(vec![
+            spec("edit_file"),
+            spec("list_dir"),
+            spec("message_agent"),
+            spec("shell"),
+        ]);
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["edit_file", "message_agent", "shell"]);
+        assert!(specs[0].description.contains("mv or cp"));
+        assert_eq!(specs[1].description, "long", "other tools keep theirs");
+        assert!(specs[2].parameters["properties"].get("cwd").is_none());
+        assert_eq!(specs[2].parameters["required"], json!(["command"]));
+    }
+
+    #[test]
+    fn words_numbers_and_names() {
+        assert_eq!(numbers("It is 1,234 and -5, not v2."), ["1234", "5"]);
+        assert_eq!(
+            file_names("Move logs/a.log and b.txt, not 3.14 or end."),
+            ["logs/a.log", "b.txt"]
+        );
+        assert!(contains_word("stdout:\n./c.txt\n", "c.txt"));
+        assert!(!contains_word("abc.txt", "c.txt"));
+    }
+}
