@@ -57,6 +57,7 @@ impl Session {
             } else {
                 ToolChoice::Auto
             },
+            one_call: self.small(),
         };
         let measure = self.meter.measure(self.model.as_ref(), &request).await;
         (request, measure)

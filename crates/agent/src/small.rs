@@ -19,7 +19,7 @@ const LEFT_OUT: &[&str] = &[
 ];
 
 /// The tools offered to a small model: the registry's, less [`LEFT_OUT`], with the file and
-/// shell tools described for it and only their required arguments.
+/// shell tools described for it (with recipes) and only the arguments it needs.
 pub(crate) fn tool_specs(specs: Vec<ToolSpec>) -> Vec<ToolSpec> {
     specs
         .into_iter()
@@ -40,24 +40,33 @@ fn rewrite(name: &str) -> Option<(&'static str, serde_json::Value)> {
     let object = |properties: serde_json::Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
     Some(match name {
         "shell" => (
-            "Run a shell command in the workspace and get its output. Use it to list files \
-             (ls), count lines or words (wc -l FILE, wc -w FILE), find text (grep), compute \
-             (awk, sort, uniq), and to rename or move (mv), copy (cp), delete (rm) files and \
-             make directories (mkdir -p).",
+            "Run a shell command in the workspace and get its output. Use it for: listing \
+             files (ls DIR), counting lines (wc -l < FILE), words (wc -w < FILE) or lines \
+             with a word (grep -c WORD FILE), finding which files mention a word (grep -l \
+             WORD *), looking up a setting or value (grep KEY FILE, or cat FILE), \
+             printing line N (sed -n 'Np' FILE), the largest number (sort -n FILE | tail -1), adding up numbers (awk '{s+=$1} \
+             END {print s}' FILE; a CSV column: awk -F, 'NR>1 {s+=$3} END {print s}' \
+             FILE), sorting (sort FILE), upper case (tr a-z A-Z < IN > OUT), joining files \
+             (cat A B > OUT), removing repeated lines in order (awk '!seen[$0]++' FILE > \
+             tmp && mv tmp FILE), adding a line at the end (echo 'TEXT' >> FILE), \
+             renaming or moving (mv OLD NEW), moving or copying files into a new directory \
+             (mkdir -p DIR && mv *.log DIR/, or cp FILE DIR/), deleting (rm FILE), making \
+             directories (mkdir -p DIR) and empty files (touch FILE).",
             object(
-                json!({"command": string("The command line, e.g. `wc -l data.csv`.")}),
+                json!({"command": string("The command line, e.g. `wc -l < data.csv`.")}),
                 &["command"],
             ),
         ),
         "read_file" => (
-            "Show the text of one file.",
+            "Show the text of one file. For line N alone, use shell: sed -n 'Np' FILE.",
             object(
                 json!({"path": string("The file, e.g. `notes.txt`.")}),
                 &["path"],
             ),
         ),
         "write_file" => (
-            "Create a file, or replace all of its text, with the given content.",
+            "Create a file, or replace all of its text, with the given content. To add to \
+             a file without losing its text, use shell with >> instead.",
             object(
                 json!({"path": string("The file to write."),
                        "content": string("The complete new text of the file.")}),
@@ -70,7 +79,9 @@ fn rewrite(name: &str) -> Option<(&'static str, serde_json::Value)> {
             object(
                 json!({"path": string("The file to change."),
                        "old_string": string("The exact text to replace, as the file has it."),
-                       "new_string": string("The text to put in its place.")}),
+                       "new_string": string("The text to put in its place."),
+                       "replace_all": {"type": "boolean",
+                                       "description": "true to replace every occurrence."}}),
                 &["path", "old_string", "new_string"],
             ),
         ),
@@ -78,14 +89,15 @@ fn rewrite(name: &str) -> Option<(&'static str, serde_json::Value)> {
     })
 }
 
-/// The compact system prompt: where the agent works, how to work, and two worked examples of
-/// a call followed by an answer taken from its result.
+/// The compact system prompt: where the agent works, how to work, and three worked examples
+/// of a call followed by an answer taken from its result.
 pub(crate) fn system_prompt(workspace: &Path, tool_names: &[String]) -> String {
     format!(
         "You are a reef agent. You work in the directory {workspace}; use paths relative to it.\n\
          Tools: {tools}.\n\
          Do every task by calling tools, one step at a time. Never guess what a file holds or \
          what a command prints: call a tool, read its result, then answer from that result. \
+         To answer about what a file contains, read it or search it first (cat FILE, grep). \
          Use shell for counting, searching, computing, renaming, moving, copying and deleting. \
          When the task is done, reply with one short sentence that states the result.\n\n\
          Example:\n\
@@ -93,6 +105,11 @@ pub(crate) fn system_prompt(workspace: &Path, tool_names: &[String]) -> String {
          assistant: <tool_call>\n{{\"name\": \"shell\", \"arguments\": {{\"command\": \"wc -l notes.txt\"}}}}\n</tool_call>\n\
          tool: exit_code: 0 stdout: 12 notes.txt\n\
          assistant: notes.txt has 12 lines.\n\n\
+         Example:\n\
+         user: Which file mentions the word invoice?\n\
+         assistant: <tool_call>\n{{\"name\": \"shell\", \"arguments\": {{\"command\": \"grep -l invoice *\"}}}}\n</tool_call>\n\
+         tool: exit_code: 0 stdout: b.txt\n\
+         assistant: b.txt mentions invoice.\n\n\
          Example:\n\
          user: Rename a.txt to b.txt.\n\
          assistant: <tool_call>\n{{\"name\": \"shell\", \"arguments\": {{\"command\": \"mv a.txt b.txt\"}}}}\n</tool_call>\n\
@@ -107,6 +124,9 @@ pub(crate) fn system_prompt(workspace: &Path, tool_names: &[String]) -> String {
 pub(crate) fn error_hint(tool: &str, error: &str) -> &'static str {
     let error = error.to_ascii_lowercase();
     match tool {
+        "edit_file" if error.contains("occurs") => {
+            "Hint: to replace every occurrence, call edit_file again with replace_all: true."
+        }
         "edit_file" => {
             "Hint: edit_file only replaces text inside a file; read the file first and copy \
              the exact text. To rename, move, copy or delete a file, use shell with mv, cp or rm."
@@ -123,6 +143,9 @@ pub(crate) fn error_hint(tool: &str, error: &str) -> &'static str {
     }
 }
 
+/// Characters of a failed call's result quoted when its answer is sent back.
+const ERROR_QUOTE_CHARS: usize = 200;
+
 /// What one turn has shown the model so far, for [`review`].
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Evidence {
@@ -132,12 +155,18 @@ pub(crate) struct Evidence {
     pub results: Vec<String>,
     /// Whether the last call of the turn failed (an error, or a command that exited non-zero).
     pub last_failed: bool,
+    /// The start of the last failed call's result.
+    pub last_error: String,
 }
 
 impl Evidence {
     pub(crate) fn record(&mut self, tool: &str, content: &str, is_error: bool) {
         self.calls += 1;
         self.last_failed = is_error || (tool == "shell" && exited_non_zero(content));
+        if self.last_failed {
+            let flat = content.split_whitespace().collect::<Vec<_>>().join(" ");
+            self.last_error = flat.chars().take(ERROR_QUOTE_CHARS).collect();
+        }
         self.results.push(content.to_owned());
     }
 }
@@ -159,6 +188,8 @@ pub(crate) enum Nudge {
     AfterFailure,
     /// The question asks for a number or a name the answer gives but no result shows.
     Unsupported,
+    /// The task names a file to create or write and it does not exist.
+    Missing,
 }
 
 impl Nudge {
@@ -175,15 +206,19 @@ impl Nudge {
             ),
             Nudge::Unsupported => format!(
                 "[reef] {detail} Do not work it out in your head: run a command that prints \
-                 it (for example with wc, grep -c, awk or ls), then answer with exactly what \
+                 it (for example cat FILE, grep, wc or awk), then answer with exactly what \
                  the result shows."
+            ),
+            Nudge::Missing => format!(
+                "[reef] The task is not done: {detail} does not exist yet. Create it with a \
+                 call, then answer."
             ),
         }
     }
 
-    /// Whether the request after this nudge must call a tool.
+    /// Whether the request after this nudge must call a tool (all do: each asks for one).
     pub(crate) fn requires_call(self) -> bool {
-        matches!(self, Nudge::Unlooked | Nudge::AfterFailure)
+        true
     }
 }
 
@@ -194,6 +229,7 @@ pub(crate) fn review(
     answer: &str,
     evidence: &Evidence,
     given: &[Nudge],
+    workspace: &Path,
 ) -> Option<(Nudge, String)> {
     let fresh = |n: Nudge| !given.contains(&n);
     if evidence.calls == 0 {
@@ -201,7 +237,17 @@ pub(crate) fn review(
             .then(|| (Nudge::Unlooked, String::new()));
     }
     if evidence.last_failed && fresh(Nudge::AfterFailure) {
-        return Some((Nudge::AfterFailure, String::new()));
+        return Some((
+            Nudge::AfterFailure,
+            format!(" It said: {}", evidence.last_error),
+        ));
+    }
+    if fresh(Nudge::Missing)
+        && let Some(path) = outputs(input)
+            .into_iter()
+            .find(|p| workspace.join(p).symlink_metadata().is_err())
+    {
+        return Some((Nudge::Missing, path));
     }
     if !fresh(Nudge::Unsupported) {
         return None;
@@ -256,6 +302,20 @@ pub(crate) fn about_workspace(input: &str) -> bool {
     ];
     !file_names(input).is_empty()
         || words(input).any(|w| WORDS.contains(&w.to_ascii_lowercase().as_str()))
+}
+
+/// The files a task asks to be written: a file name right after `to`, `create`, `file`,
+/// `called` or `named` (`Write the count to count.txt`, `Rename a.md to b.md`).
+fn outputs(input: &str) -> Vec<String> {
+    const BEFORE: &[&str] = &["to", "create", "file", "called", "named"];
+    let words: Vec<&str> = words(input).collect();
+    words
+        .windows(2)
+        .filter(|w| BEFORE.contains(&w[0].to_ascii_lowercase().as_str()))
+        .map(|w| w[1])
+        .filter(|w| !file_names(w).is_empty() && !w.starts_with('/') && !w.contains(".."))
+        .map(str::to_owned)
+        .collect()
 }
 
 fn asks_for_number(input: &str) -> bool {
@@ -337,6 +397,10 @@ fn file_names(text: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    fn ws() -> std::path::PathBuf {
+        std::path::PathBuf::from("/nonexistent/reef-small-tests")
+    }
+
     fn evidence(results: &[&str]) -> Evidence {
         let mut e = Evidence::default();
         for r in results {
@@ -350,12 +414,12 @@ mod tests {
         let none = Evidence::default();
         let q = "How many lines does data.csv have?";
         assert_eq!(
-            review(q, "10", &none, &[]).map(|n| n.0),
+            review(q, "10", &none, &[], &ws()).map(|n| n.0),
             Some(Nudge::Unlooked)
         );
-        assert_eq!(review(q, "10", &none, &[Nudge::Unlooked]), None);
+        assert_eq!(review(q, "10", &none, &[Nudge::Unlooked], &ws()), None);
         // Not about the workspace: answered as it is.
-        assert_eq!(review("What is 2+2?", "4", &none, &[]), None);
+        assert_eq!(review("What is 2+2?", "4", &none, &[], &ws()), None);
         assert!(about_workspace(
             "Create the directories src/app and src/lib"
         ));
@@ -367,7 +431,7 @@ mod tests {
         let mut e = Evidence::default();
         e.record("edit_file", "old_string not found", true);
         assert_eq!(
-            review("Rename notes.md to todo.md.", "Done.", &e, &[]).map(|n| n.0),
+            review("Rename notes.md to todo.md.", "Done.", &e, &[], &ws()).map(|n| n.0),
             Some(Nudge::AfterFailure)
         );
         let mut e = Evidence::default();
@@ -385,26 +449,41 @@ mod tests {
     fn numbers_and_names_must_appear_in_a_result() {
         let e = evidence(&["exit_code: 0\nstdout:\n13 data.csv\n"]);
         let q = "How many lines does data.csv have?";
-        assert_eq!(review(q, "data.csv has 13 lines.", &e, &[]), None);
-        let (nudge, detail) = review(q, "It has 10 lines.", &e, &[]).unwrap();
+        assert_eq!(review(q, "data.csv has 13 lines.", &e, &[], &ws()), None);
+        let (nudge, detail) = review(q, "It has 10 lines.", &e, &[], &ws()).unwrap();
         assert_eq!(nudge, Nudge::Unsupported);
         assert!(detail.contains("10"), "{detail}");
-        assert!(review(q, "It has many lines.", &e, &[]).is_some());
+        assert!(review(q, "It has many lines.", &e, &[], &ws()).is_some());
         assert_eq!(
-            review(q, "It has 10 lines.", &e, &[Nudge::Unsupported]),
+            review(q, "It has 10 lines.", &e, &[Nudge::Unsupported], &ws()),
             None
         );
         // A number given in the question counts as shown.
         let q = "How many of the 3 files are empty?";
-        assert_eq!(review(q, "3 of them.", &e, &[]), None);
+        assert_eq!(review(q, "3 of them.", &e, &[], &ws()), None);
 
         let e = evidence(&["exit_code: 0\nstdout:\nc.txt\n"]);
         let q = "Which file mentions the word 'penguin'?";
-        assert_eq!(review(q, "c.txt mentions it.", &e, &[]), None);
+        assert_eq!(review(q, "c.txt mentions it.", &e, &[], &ws()), None);
         assert_eq!(
-            review(q, "b.txt mentions it.", &e, &[]).map(|n| n.0),
+            review(q, "b.txt mentions it.", &e, &[], &ws()).map(|n| n.0),
             Some(Nudge::Unsupported)
         );
+    }
+
+    #[test]
+    fn a_file_the_task_asks_for_must_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = evidence(&["exit_code: 0\nstdout:\n7 words.txt\n"]);
+        let q = "Count the lines of words.txt and write that number to count.txt.";
+        assert_eq!(
+            review(q, "It has 7 lines.", &e, &[], dir.path()),
+            Some((Nudge::Missing, "count.txt".to_owned()))
+        );
+        std::fs::write(dir.path().join("count.txt"), "7").unwrap();
+        assert_eq!(review(q, "Done.", &e, &[], dir.path()), None);
+        assert_eq!(outputs("Rename notes.md to todo.md."), ["todo.md"]);
+        assert!(outputs("Copy ../x.txt to /etc/y.txt").is_empty());
     }
 
     #[test]

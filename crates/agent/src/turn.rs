@@ -197,9 +197,13 @@ impl Session {
         if !self.small() {
             return Ok(false);
         }
-        let Some((nudge, detail)) =
-            small::review(input, answer, &self.turn.evidence, &self.turn.nudges)
-        else {
+        let Some((nudge, detail)) = small::review(
+            input,
+            answer,
+            &self.turn.evidence,
+            &self.turn.nudges,
+            &self.opts.workspace,
+        ) else {
             return Ok(false);
         };
         self.turn.nudges.push(nudge);

@@ -61,6 +61,10 @@ pub struct ModelRequest {
     pub max_output_tokens: Option<u32>,
     /// Whether the reply may be text or must call a tool (ignored without tools).
     pub tool_choice: ToolChoice,
+    /// At most one tool call per reply (OpenAI `parallel_tool_calls: false`, Anthropic
+    /// `disable_parallel_tool_use`, the embedded model's grammar); small models otherwise
+    /// repeat a call several times in one reply.
+    pub one_call: bool,
 }
 
 /// Whether a reply may be plain text or must call one of the offered tools.

@@ -170,8 +170,15 @@ pub(crate) fn request_body(settings: &ProviderSettings, request: &ModelRequest) 
                             "input_schema": t.parameters})
             })
             .collect();
-        if request.tool_choice == ToolChoice::Required {
-            body["tool_choice"] = json!({"type": "any"});
+        let kind = match request.tool_choice {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "any",
+        };
+        if request.tool_choice == ToolChoice::Required || request.one_call {
+            body["tool_choice"] = json!({"type": kind});
+        }
+        if request.one_call {
+            body["tool_choice"]["disable_parallel_tool_use"] = json!(true);
         }
     }
     // Anthropic has no seed or repeat penalty (config refuses them for this wire).
@@ -368,6 +375,12 @@ mod tests {
         request.tool_choice = ToolChoice::Auto;
         let body = request_body(&ProviderSettings::default(), &request);
         assert!(body.get("tool_choice").is_none() && body.get("temperature").is_none());
+        request.one_call = true;
+        let body = request_body(&ProviderSettings::default(), &request);
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "auto", "disable_parallel_tool_use": true})
+        );
     }
 
     #[test]

@@ -125,6 +125,9 @@ pub(crate) fn request_body(settings: &ProviderSettings, request: &ModelRequest) 
         if request.tool_choice == ToolChoice::Required {
             body["tool_choice"] = json!("required");
         }
+        if request.one_call {
+            body["parallel_tool_calls"] = json!(false);
+        }
     }
     // `top_k` and `repeat_penalty` are extensions of OpenAI-compatible servers (llama.cpp,
     // vLLM); they are sent only when configured.
@@ -308,10 +311,12 @@ mod tests {
         };
         let required = ModelRequest {
             tool_choice: reef_core::ToolChoice::Required,
+            one_call: true,
             ..request
         };
         let body = request_body(&settings, &required);
         assert_eq!(body["tool_choice"], "required");
+        assert_eq!(body["parallel_tool_calls"], false);
         assert_eq!(body["seed"], 7);
         assert_eq!(body["top_p"], json!(0.9_f32));
         assert!(body.get("top_k").is_none() && body.get("repeat_penalty").is_none());

@@ -353,7 +353,11 @@ impl Session<'_> {
     ) -> Result<(String, StopReason, u64), LocalError> {
         let n_ctx = ctx.n_ctx() as usize;
         let mut grammar =
-            match grammar::for_tools(&job.request.tools, job.request.tool_choice) {
+            match grammar::for_tools(
+                &job.request.tools,
+                job.request.tool_choice,
+                job.request.one_call,
+            ) {
                 Some(g) => Some(LlamaSampler::grammar(self.model, &g, "root").map_err(|e| {
                     LocalError::Template(format!("the tool grammar was refused: {e}"))
                 })?),

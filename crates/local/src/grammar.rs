@@ -28,12 +28,12 @@ answer-char ::= [^`<] | "`" [^`<] | "``" [^`<] | "<" [^t`<]
 "#;
 
 /// The grammar for a reply when `tools` are offered (None when there are none).
-pub fn for_tools(tools: &[ToolSpec], choice: ToolChoice) -> Option<String> {
+pub fn for_tools(tools: &[ToolSpec], choice: ToolChoice, one_call: bool) -> Option<String> {
     if tools.is_empty() {
         return None;
     }
     let mut g = String::new();
-    // Calls may be several, separated by whitespace.
+    // Calls may be several, separated by whitespace, unless one is asked for.
     match choice {
         ToolChoice::Auto => {
             g.push_str("root ::= answer | calls\n");
@@ -41,7 +41,11 @@ pub fn for_tools(tools: &[ToolSpec], choice: ToolChoice) -> Option<String> {
         }
         ToolChoice::Required => g.push_str("root ::= calls\n"),
     }
-    g.push_str("calls ::= call ( ws call )*\n");
+    g.push_str(if one_call {
+        "calls ::= call\n"
+    } else {
+        "calls ::= call ( ws call )*\n"
+    });
     let alternatives: Vec<String> = (0..tools.len()).map(|i| format!("tool-{i}")).collect();
     let _ = writeln!(
         g,
@@ -159,7 +163,7 @@ mod tests {
 
     #[test]
     fn no_tools_no_grammar() {
-        assert!(for_tools(&[], ToolChoice::Auto).is_none());
+        assert!(for_tools(&[], ToolChoice::Auto, false).is_none());
     }
 
     #[test]
@@ -170,7 +174,7 @@ mod tests {
                 json!({"type": "object", "properties": {"timeout": {"type": "integer"}, "command": {"type": "string"}}, "required": ["command"]}),
             ),
             tool("list_agents", json!({"type": "object", "properties": {}})),
-        ], ToolChoice::Auto)
+        ], ToolChoice::Auto, false)
         .unwrap_or_default();
         assert!(g.contains(r#"tool-0 ::= "\"shell\"""#), "{g}");
         assert!(g.contains(r#"tool-1 ::= "\"list_agents\"""#), "{g}");
@@ -181,15 +185,20 @@ mod tests {
         );
         assert!(g.contains(r#"args-1 ::= "{" ws "}""#), "{g}");
         assert!(g.starts_with("root ::= answer | calls\n"), "{g}");
+        assert!(g.contains("calls ::= call ( ws call )*\n"), "{g}");
         let required = for_tools(
             &[tool(
                 "list_agents",
                 json!({"type": "object", "properties": {}}),
             )],
             ToolChoice::Required,
+            true,
         )
         .unwrap_or_default();
-        assert!(required.starts_with("root ::= calls\n"), "{required}");
+        assert!(
+            required.starts_with("root ::= calls\ncalls ::= call\n"),
+            "{required}"
+        );
         assert!(!required.contains("answer"), "{required}");
     }
 

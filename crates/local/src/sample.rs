@@ -31,7 +31,13 @@ impl Picker {
         }
         let mut stages = Vec::new();
         if let Some(penalty) = sampling.repeat_penalty {
-            stages.push(LlamaSampler::penalties(n_vocab, PENALTY_WINDOW, penalty, 0.0, 0.0));
+            stages.push(LlamaSampler::penalties(
+                n_vocab,
+                PENALTY_WINDOW,
+                penalty,
+                0.0,
+                0.0,
+            ));
         }
         match temperature {
             Some(t) => {

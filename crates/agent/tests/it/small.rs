@@ -81,13 +81,17 @@ async fn an_answer_given_without_looking_is_sent_back_with_a_call_required() {
         shell["function"]["description"]
             .as_str()
             .unwrap()
-            .contains("rename or move (mv)")
+            .contains("renaming or moving (mv OLD NEW)")
     );
     assert_eq!(
         shell["function"]["parameters"]["required"],
         json!(["command"])
     );
     assert!(first.body.get("tool_choice").is_none());
+    assert_eq!(
+        first.body["parallel_tool_calls"], false,
+        "one call per reply"
+    );
 
     // The bare "10" is sent back once, and that request must call a tool.
     let second = &requests[1];
@@ -137,6 +141,7 @@ async fn a_failed_call_gets_a_hint_and_a_claimed_success_is_sent_back() {
     );
     let note = requests[2].last_user_text().unwrap();
     assert!(note.starts_with("[reef] Your last call failed"), "{note}");
+    assert!(note.contains("It said: old_string not found"), "{note}");
     assert_eq!(requests[2].body["tool_choice"], "required");
     assert!(dir.path().join("todo.md").is_file());
     assert!(!dir.path().join("notes.md").exists());
@@ -144,6 +149,7 @@ async fn a_failed_call_gets_a_hint_and_a_claimed_success_is_sent_back() {
 
 #[tokio::test]
 async fn a_number_no_result_shows_is_sent_back_once_then_accepted() {
+    // The mock does not have to obey the required call: the second answer is taken as it is.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("n.txt"), "17\n4\n").unwrap();
     let (requests, _, outcome) = turn(
@@ -163,9 +169,9 @@ async fn a_number_no_result_shows_is_sent_back_once_then_accepted() {
         note.contains("No tool result shows the number 22 of your answer"),
         "{note}"
     );
-    assert!(
-        requests[2].body.get("tool_choice").is_none(),
-        "the model may still answer"
+    assert_eq!(
+        requests[2].body["tool_choice"], "required",
+        "the note asks for a command that prints the number"
     );
     assert_eq!(outcome, completed("The sum is 22."));
 }
@@ -186,4 +192,5 @@ async fn the_standard_profile_offers_every_tool_and_takes_the_first_answer() {
     let names = requests[0].tool_names();
     assert!(names.contains(&"list_dir".to_owned()), "{names:?}");
     assert!(!requests[0].system_text().contains("Never guess"));
+    assert!(requests[0].body.get("parallel_tool_calls").is_none());
 }
