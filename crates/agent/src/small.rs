@@ -190,6 +190,8 @@ pub(crate) enum Nudge {
     Unsupported,
     /// The task names a file to create or write and it does not exist.
     Missing,
+    /// The answer describes a command (in backticks) instead of running it.
+    Described,
 }
 
 impl Nudge {
@@ -197,9 +199,14 @@ impl Nudge {
     pub(crate) fn message(self, detail: &str) -> String {
         match self {
             Nudge::Unlooked => "[reef] You answered without looking. Call a tool first to \
-                 check (for example shell with ls, cat FILE or wc -l FILE), then answer from \
-                 its result."
+                 check (for example shell with cat FILE, grep WORD FILE or wc -l FILE), then \
+                 answer from its result."
                 .to_owned(),
+            Nudge::Described => format!(
+                "[reef] You described a command instead of running it. Run it now: call \
+                 shell with {}, then answer from its result.",
+                json!({ "command": detail })
+            ),
             Nudge::AfterFailure => format!(
                 "[reef] Your last call failed, so the task is not done yet. Fix it with \
                  another call (see the hint in the result), then answer.{detail}"
@@ -232,6 +239,11 @@ pub(crate) fn review(
     workspace: &Path,
 ) -> Option<(Nudge, String)> {
     let fresh = |n: Nudge| !given.contains(&n);
+    if fresh(Nudge::Described)
+        && let Some(command) = described_command(answer)
+    {
+        return Some((Nudge::Described, command));
+    }
     if evidence.calls == 0 {
         return (fresh(Nudge::Unlooked) && about_workspace(input))
             .then(|| (Nudge::Unlooked, String::new()));
@@ -304,10 +316,10 @@ pub(crate) fn about_workspace(input: &str) -> bool {
         || words(input).any(|w| WORDS.contains(&w.to_ascii_lowercase().as_str()))
 }
 
-/// The files a task asks to be written: a file name right after `to`, `create`, `file`,
-/// `called` or `named` (`Write the count to count.txt`, `Rename a.md to b.md`).
+/// The files a task asks to be written: a file name right after `to`, `create`, `called` or
+/// `named` (`Write the count to count.txt`, `Rename a.md to b.md`).
 fn outputs(input: &str) -> Vec<String> {
-    const BEFORE: &[&str] = &["to", "create", "file", "called", "named"];
+    const BEFORE: &[&str] = &["to", "create", "called", "named"];
     let words: Vec<&str> = words(input).collect();
     words
         .windows(2)
@@ -316,6 +328,27 @@ fn outputs(input: &str) -> Vec<String> {
         .filter(|w| !file_names(w).is_empty() && !w.starts_with('/') && !w.contains(".."))
         .map(str::to_owned)
         .collect()
+}
+
+/// The first command in backticks in `text` that starts with a common command-line program
+/// (`` `wc -l data.csv` ``), which a small model sometimes describes instead of running.
+fn described_command(text: &str) -> Option<String> {
+    const PROGRAMS: &[&str] = &[
+        "awk", "cat", "cp", "cut", "echo", "find", "grep", "head", "ls", "mkdir", "mv", "rm",
+        "sed", "sort", "tail", "touch", "tr", "uniq", "wc",
+    ];
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::trim)
+        .find(|span| {
+            span.split_whitespace().count() > 1
+                && span
+                    .split_whitespace()
+                    .next()
+                    .is_some_and(|program| PROGRAMS.contains(&program))
+        })
+        .map(str::to_owned)
 }
 
 fn asks_for_number(input: &str) -> bool {
@@ -505,6 +538,29 @@ mod tests {
         assert_eq!(specs[1].description, "long", "other tools keep theirs");
         assert!(specs[2].parameters["properties"].get("cwd").is_none());
         assert_eq!(specs[2].parameters["required"], json!(["command"]));
+    }
+
+    #[test]
+    fn a_described_command_is_sent_back_to_be_run() {
+        let answer = "To find the sum, you can use the shell command `awk '{s+=$1} END \
+                      {print s}' numbers.txt`.";
+        let (nudge, command) = review(
+            "What is the sum of numbers.txt?",
+            answer,
+            &Evidence::default(),
+            &[],
+            &ws(),
+        )
+        .unwrap();
+        assert_eq!(nudge, Nudge::Described);
+        assert_eq!(command, "awk '{s+=$1} END {print s}' numbers.txt");
+        assert!(
+            nudge
+                .message(&command)
+                .contains(r#"{"command":"awk '{s+=$1}"#)
+        );
+        assert_eq!(described_command("Use `ls` or `the file`."), None);
+        assert_eq!(outputs("Delete the file old.log."), Vec::<String>::new());
     }
 
     #[test]
