@@ -44,7 +44,8 @@ fn rewrite(name: &str) -> Option<(&'static str, serde_json::Value)> {
              files (ls DIR), counting lines (wc -l < FILE), words (wc -w < FILE) or lines \
              with a word (grep -c WORD FILE), finding which files mention a word (grep -l \
              WORD *), looking up a setting or value (grep KEY FILE, or cat FILE), \
-             printing line N (sed -n 'Np' FILE), the largest number (sort -n FILE | tail -1), adding up numbers (awk '{s+=$1} \
+             printing line N (sed -n 'Np' FILE), the largest number (sort -n FILE | tail -1), \
+             the largest file (ls -S DIR | head -1), adding up numbers (awk '{s+=$1} \
              END {print s}' FILE; a CSV column: awk -F, 'NR>1 {s+=$3} END {print s}' \
              FILE), sorting (sort FILE), upper case (tr a-z A-Z < IN > OUT), joining files \
              (cat A B > OUT), removing repeated lines in order (awk '!seen[$0]++' FILE > \
@@ -65,8 +66,8 @@ fn rewrite(name: &str) -> Option<(&'static str, serde_json::Value)> {
             ),
         ),
         "write_file" => (
-            "Create a file, or replace all of its text, with the given content. To add to \
-             a file without losing its text, use shell with >> instead.",
+            "Create a file with the given content. Careful: on an existing file it replaces \
+             everything the file had; to add a line, use shell with echo 'TEXT' >> FILE.",
             object(
                 json!({"path": string("The file to write."),
                        "content": string("The complete new text of the file.")}),
@@ -192,6 +193,8 @@ pub(crate) enum Nudge {
     Missing,
     /// The answer describes a command (in backticks) instead of running it.
     Described,
+    /// The question asks for yes or no and the answer says neither.
+    YesNo,
 }
 
 impl Nudge {
@@ -201,6 +204,9 @@ impl Nudge {
             Nudge::Unlooked => "[reef] You answered without looking. Call a tool first to \
                  check (for example shell with cat FILE, grep WORD FILE or wc -l FILE), then \
                  answer from its result."
+                .to_owned(),
+            Nudge::YesNo => "[reef] The question asks for yes or no: answer with yes or no, \
+                 as the tool results show."
                 .to_owned(),
             Nudge::Described => format!(
                 "[reef] You described a command instead of running it. Run it now: call \
@@ -223,9 +229,10 @@ impl Nudge {
         }
     }
 
-    /// Whether the request after this nudge must call a tool (all do: each asks for one).
+    /// Whether the request after this nudge must call a tool (all but the yes-or-no one ask
+    /// for a call).
     pub(crate) fn requires_call(self) -> bool {
-        true
+        self != Nudge::YesNo
     }
 }
 
@@ -260,6 +267,12 @@ pub(crate) fn review(
             .find(|p| workspace.join(p).symlink_metadata().is_err())
     {
         return Some((Nudge::Missing, path));
+    }
+    if fresh(Nudge::YesNo)
+        && asks_yes_or_no(input)
+        && !words(answer).any(|w| matches!(w.to_ascii_lowercase().as_str(), "yes" | "no"))
+    {
+        return Some((Nudge::YesNo, String::new()));
     }
     if !fresh(Nudge::Unsupported) {
         return None;
@@ -316,10 +329,15 @@ pub(crate) fn about_workspace(input: &str) -> bool {
         || words(input).any(|w| WORDS.contains(&w.to_ascii_lowercase().as_str()))
 }
 
-/// The files a task asks to be written: a file name right after `to`, `create`, `called` or
-/// `named` (`Write the count to count.txt`, `Rename a.md to b.md`).
+/// The files a task asks to be written: a file name right after `to`, `create`, `file`,
+/// `called` or `named` (`Write the count to count.txt`, `Rename a.md to b.md`, `an empty
+/// file src/main.rs`); none for a task that deletes or removes.
 fn outputs(input: &str) -> Vec<String> {
-    const BEFORE: &[&str] = &["to", "create", "called", "named"];
+    const BEFORE: &[&str] = &["to", "create", "file", "called", "named"];
+    let lower = input.to_ascii_lowercase();
+    if ["delete", "remove"].iter().any(|w| lower.contains(w)) {
+        return Vec::new();
+    }
     let words: Vec<&str> = words(input).collect();
     words
         .windows(2)
@@ -349,6 +367,10 @@ fn described_command(text: &str) -> Option<String> {
                     .is_some_and(|program| PROGRAMS.contains(&program))
         })
         .map(str::to_owned)
+}
+
+fn asks_yes_or_no(input: &str) -> bool {
+    input.to_ascii_lowercase().contains("yes or no")
 }
 
 fn asks_for_number(input: &str) -> bool {
@@ -561,6 +583,18 @@ mod tests {
         );
         assert_eq!(described_command("Use `ls` or `the file`."), None);
         assert_eq!(outputs("Delete the file old.log."), Vec::<String>::new());
+        assert_eq!(
+            outputs("Create an empty file src/main.rs."),
+            ["src/main.rs"]
+        );
+        let e = evidence(&["exit_code: 0\nstdout:\nweb-1\n"]);
+        let q = "Does hosts.txt contain db-7? Answer yes or no.";
+        assert_eq!(
+            review(q, "web-1", &e, &[], &ws()).map(|n| n.0),
+            Some(Nudge::YesNo)
+        );
+        assert!(!Nudge::YesNo.requires_call());
+        assert_eq!(review(q, "No.", &e, &[], &ws()), None);
     }
 
     #[test]
