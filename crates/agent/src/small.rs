@@ -66,8 +66,8 @@ fn rewrite(name: &str) -> Option<(&'static str, serde_json::Value)> {
             ),
         ),
         "write_file" => (
-            "Create a file with the given content. Careful: on an existing file it replaces \
-             everything the file had; to add a line, use shell with echo 'TEXT' >> FILE.",
+            "Create a file, or replace all of its text, with the given content. To add to \
+             a file without losing its text, use shell with >> instead.",
             object(
                 json!({"path": string("The file to write."),
                        "content": string("The complete new text of the file.")}),

@@ -310,7 +310,8 @@ impl Session {
     }
 
     /// Native tool calls win; without them, calls written as text (by models without native
-    /// tool calling) are recovered when they name a known tool.
+    /// tool calling) are recovered when they name a known tool (under the small profile, the
+    /// first of them only).
     fn resolve_calls(
         &self,
         content: String,
@@ -321,13 +322,19 @@ impl Session {
             return (content, native);
         }
         let known = |name: &str| self.tools.get(name).is_some();
-        let (rest, calls) = parse_text_tool_calls(&content, &known);
+        let (rest, mut calls) = parse_text_tool_calls(&content, &known);
         if calls.is_empty() {
             return (content, calls);
         }
+        let written = calls.len();
+        if self.small() {
+            // One call per reply, as the request asked; a small model that writes a list of
+            // calls as text repeats itself more often than it plans.
+            calls.truncate(1);
+        }
         emitter.emit(EventMsg::Warning {
             message: format!(
-                "the model wrote {} tool call(s) as text; reef parsed and ran them",
+                "the model wrote {written} tool call(s) as text; reef parsed them and ran {}",
                 calls.len()
             ),
         });

@@ -194,3 +194,26 @@ async fn the_standard_profile_offers_every_tool_and_takes_the_first_answer() {
     assert!(!requests[0].system_text().contains("Never guess"));
     assert!(requests[0].body.get("parallel_tool_calls").is_none());
 }
+
+#[tokio::test]
+async fn calls_written_as_text_run_one_per_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let call = r#"<tool_call>{"name": "shell", "arguments": {"command": "cat a.txt"}}</tool_call>"#;
+    let (requests, events, outcome) = turn(
+        dir.path(),
+        AgentProfile::Small,
+        "What does a.txt say?",
+        vec![
+            MockReply::text(format!("{call}\n{call}\n{call}")),
+            MockReply::text("a.txt says alpha."),
+        ],
+    )
+    .await;
+    assert_eq!(outcome, completed("a.txt says alpha."));
+    let results = requests[1].tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].contains("alpha"), "{results:?}");
+    assert!(events.iter().any(|e| matches!(&e.msg,
+        EventMsg::Warning { message } if message.ends_with("wrote 3 tool call(s) as text; reef parsed them and ran 1"))));
+}

@@ -28,7 +28,7 @@ struct TaskResult {
     tokens: u64,
     wall_secs: f64,
     tool_calls: Vec<String>,
-    /// Tool calls the model wrote as text, which the lenient parser recovered.
+    /// Tool calls that ran after the lenient parser recovered them from text.
     text_calls: u32,
     /// Answers the small-model profile sent back to the model.
     sent_back: u32,
@@ -112,7 +112,7 @@ pub async fn agent(overrides: &[String], args: BenchAgentArgs) -> anyhow::Result
     } else {
         println!(
             "passed {}/{} ({:.0}%); per task: median {} rounds, median {:.1} s, median {} \
-             tokens; {} of {} tool calls were written as text; {} answers sent back",
+             tokens; {} of {} tool calls were recovered from text; {} answers sent back",
             report.passed,
             report.tasks,
             report.pass_rate * 100.0,
@@ -193,9 +193,11 @@ async fn run_task(
                 sent_back += 1;
             }
             EventMsg::Warning { message } if message.contains("tool call(s) as text") => {
+                // "… reef parsed them and ran N": the calls that ran.
                 text_calls += message
-                    .split_whitespace()
-                    .find_map(|w| w.parse::<u32>().ok())
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|n| n.parse::<u32>().ok())
                     .unwrap_or(1);
             }
             EventMsg::TurnEnded {
