@@ -16,6 +16,7 @@ const LEFT_OUT: &[&str] = &[
     "memory_save",
     "memory_search",
     "memory_forget",
+    "session_search",
 ];
 
 /// The tools offered to a small model: the registry's, less [`LEFT_OUT`], with the file and
@@ -552,6 +553,7 @@ mod tests {
             spec("edit_file"),
             spec("list_dir"),
             spec("message_agent"),
+            spec("session_search"),
             spec("shell"),
         ]);
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
