@@ -371,7 +371,7 @@ fn described_command(text: &str) -> Option<String> {
 }
 
 fn asks_yes_or_no(input: &str) -> bool {
-    input.to_ascii_lowercase().contains("yes or no")
+    mentions_any(input, &["yes or no"])
 }
 
 fn asks_for_number(input: &str) -> bool {
@@ -389,8 +389,7 @@ fn asks_for_number(input: &str) -> bool {
         "minimum",
         "average",
     ];
-    let lower = input.to_ascii_lowercase();
-    PHRASES.iter().any(|p| lower.contains(p))
+    mentions_any(input, PHRASES)
 }
 
 fn asks_for_name(input: &str) -> bool {
@@ -402,8 +401,13 @@ fn asks_for_name(input: &str) -> bool {
         "its name",
         "name of the file",
     ];
+    mentions_any(input, PHRASES)
+}
+
+/// Whether `input` contains one of the lowercase `phrases`, in any case.
+fn mentions_any(input: &str, phrases: &[&str]) -> bool {
     let lower = input.to_ascii_lowercase();
-    PHRASES.iter().any(|p| lower.contains(p))
+    phrases.iter().any(|p| lower.contains(p))
 }
 
 /// Words: runs of letters, digits and `._-/`, with trailing dots and dashes removed.
