@@ -282,6 +282,14 @@ pub(crate) fn review(
         evidence.results.iter().any(|r| contains_word(r, word)) || contains_word(input, word)
     };
     if asks_for_number(input) {
+        let seen: Vec<String> = evidence
+            .results
+            .iter()
+            .map(String::as_str)
+            .chain([input])
+            .flat_map(numbers)
+            .collect();
+        let shown = |n: &String| seen.contains(n);
         let numbers = numbers(answer);
         if numbers.is_empty() {
             return Some((
@@ -311,8 +319,9 @@ pub(crate) fn review(
     None
 }
 
-/// Whether `input` is about files: it names one (`data.csv`, `src/app`) or speaks of files,
-/// directories or lines.
+/// Whether `input` is about the workspace or the machine: it names a file (`data.csv`,
+/// `src/app`) or speaks of files, directories, lines, the disk, memory, processes or what is
+/// installed.
 pub(crate) fn about_workspace(input: &str) -> bool {
     const WORDS: &[&str] = &[
         "file",
@@ -325,6 +334,16 @@ pub(crate) fn about_workspace(input: &str) -> bool {
         "workspace",
         "line",
         "lines",
+        // The machine reef runs on: checked with a command, not recalled.
+        "disk",
+        "memory",
+        "cpu",
+        "process",
+        "processes",
+        "installed",
+        "version",
+        "system",
+        "machine",
     ];
     !file_names(input).is_empty()
         || words(input).any(|w| WORDS.contains(&w.to_ascii_lowercase().as_str()))
@@ -422,16 +441,36 @@ fn contains_word(text: &str, word: &str) -> bool {
     words(text).any(|w| w == word || w.trim_start_matches("./") == word)
 }
 
-/// The integers and decimals in `text`, with thousands separators removed.
+/// The integers and decimals in `text`: thousands separators removed (`1,234`), a unit or
+/// ordinal suffix dropped (`5.4G`, `80%`, `3rd`).
 fn numbers(text: &str) -> Vec<String> {
-    words(&text.replace(',', ""))
-        .map(|w| w.trim_start_matches('-'))
+    words(&without_thousands_separators(text))
+        .map(|w| {
+            w.trim_start_matches('-')
+                .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                .trim_end_matches('.')
+        })
         .filter(|w| {
             !w.is_empty()
                 && w.chars().all(|c| c.is_ascii_digit() || c == '.')
                 && w.chars().next().is_some_and(|c| c.is_ascii_digit())
         })
         .map(str::to_owned)
+        .collect()
+}
+
+/// `text` without the commas that separate thousands (a comma between a digit and exactly
+/// three more), so `41,200` is one number while `1,apple,3` stays three fields.
+fn without_thousands_separators(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let digit = |i: usize| chars.get(i).is_some_and(char::is_ascii_digit);
+    chars
+        .iter()
+        .enumerate()
+        .filter(|&(i, &c)| {
+            !(c == ',' && i > 0 && digit(i - 1) && (1..=3).all(|k| digit(i + k)) && !digit(i + 4))
+        })
+        .map(|(_, &c)| c)
         .collect()
 }
 
@@ -484,6 +523,7 @@ mod tests {
             "Create the directories src/app and src/lib"
         ));
         assert!(!about_workspace("Say hello in French."));
+        assert!(about_workspace("How much free disk space is there?"));
     }
 
     #[test]
@@ -606,6 +646,8 @@ mod tests {
     #[test]
     fn words_numbers_and_names() {
         assert_eq!(numbers("It is 1,234 and -5, not v2."), ["1234", "5"]);
+        assert_eq!(numbers("5.4G free, 95% used, the 3rd."), ["5.4", "95", "3"]);
+        assert_eq!(numbers("1,apple,3"), ["1", "3"]);
         assert_eq!(
             file_names("Move logs/a.log and b.txt, not 3.14 or end."),
             ["logs/a.log", "b.txt"]

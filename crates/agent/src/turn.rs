@@ -194,7 +194,8 @@ impl Session {
         answer: &str,
         emitter: &Emitter,
     ) -> Result<bool, AgentError> {
-        if !self.small() {
+        // A model offered no tools (one that cannot call them) could not act on the note.
+        if !self.small() || self.offered_tools().is_empty() {
             return Ok(false);
         }
         let Some((nudge, detail)) = small::review(

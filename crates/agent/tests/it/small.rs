@@ -217,3 +217,25 @@ async fn calls_written_as_text_run_one_per_reply() {
     assert!(events.iter().any(|e| matches!(&e.msg,
         EventMsg::Warning { message } if message.ends_with("wrote 3 tool call(s) as text; reef parsed them and ran 1"))));
 }
+
+#[tokio::test]
+async fn a_model_offered_no_tools_is_not_sent_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockLlm::start(vec![MockReply::text("10")]).await;
+    let store = Store::open_in_memory().unwrap();
+    let mut opts = options(dir.path());
+    opts.profile = AgentProfile::Small;
+    let model = crate::mock_model(&mock, 0, 8192);
+    let tools = std::sync::Arc::new(reef_agent::ToolRegistry::default());
+    let session = reef_agent::Session::create(model, tools, store, opts)
+        .await
+        .unwrap();
+    let mut handle = reef_agent::spawn(session);
+    handle.submit(Op::UserInput {
+        text: "How many lines does data.csv have?".into(),
+    });
+    let events = until(&mut handle, |m| matches!(m, EventMsg::TurnEnded { .. })).await;
+    assert!(events.iter().any(|e| matches!(&e.msg,
+        EventMsg::TurnEnded { outcome, .. } if *outcome == completed("10"))));
+    assert_eq!(mock.requests().len(), 1, "it could not act on a note");
+}

