@@ -4,6 +4,7 @@
 //! that sends an answer back once when no tool result supports it.
 
 use reef_core::ToolSpec;
+use reef_workspace::{Workspace, WorkspaceError};
 use serde_json::json;
 use std::path::Path;
 
@@ -263,9 +264,7 @@ pub(crate) fn review(
         ));
     }
     if fresh(Nudge::Missing)
-        && let Some(path) = outputs(input)
-            .into_iter()
-            .find(|p| workspace.join(p).symlink_metadata().is_err())
+        && let Some(path) = outputs(input).into_iter().find(|p| absent(workspace, p))
     {
         return Some((Nudge::Missing, path));
     }
@@ -387,6 +386,19 @@ fn described_command(text: &str) -> Option<String> {
                     .is_some_and(|program| PROGRAMS.contains(&program))
         })
         .map(str::to_owned)
+}
+
+/// Whether `given` is certainly not in the workspace: looked up beneath it without following
+/// a link (the workspace is the agent's; a link could point anywhere). A path that cannot be
+/// looked up safely counts as present, so it never earns a note.
+fn absent(workspace: &Path, given: &str) -> bool {
+    let Ok(ws) = Workspace::open(workspace) else {
+        return false;
+    };
+    matches!(
+        ws.resolve(given).and_then(|rel| ws.metadata(&rel)),
+        Err(WorkspaceError::NotFound { .. })
+    )
 }
 
 fn asks_yes_or_no(input: &str) -> bool {
@@ -581,6 +593,14 @@ mod tests {
             Some((Nudge::Missing, "count.txt".to_owned()))
         );
         std::fs::write(dir.path().join("count.txt"), "7").unwrap();
+        assert_eq!(review(q, "Done.", &e, &[], dir.path()), None);
+        // Not looked up through a link the agent planted.
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        let q = "Write the count to out/count.txt.";
+        // Positive control: through the link the file is missing, which would earn a note.
+        assert!(dir.path().join("out/count.txt").symlink_metadata().is_err());
+        assert!(!absent(dir.path(), "out/count.txt"));
         assert_eq!(review(q, "Done.", &e, &[], dir.path()), None);
         assert_eq!(outputs("Rename notes.md to todo.md."), ["todo.md"]);
         assert!(outputs("Copy ../x.txt to /etc/y.txt").is_empty());
