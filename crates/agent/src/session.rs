@@ -105,6 +105,8 @@ pub struct Session {
     pub(crate) debugger: Option<Arc<dyn Debugger>>,
     /// Time the running turn waited at stops.
     pub(crate) pauses: PauseClock,
+    /// The optional programs the small profile's recipes may name.
+    pub(crate) programs: small::Programs,
 }
 
 impl Session {
@@ -153,6 +155,7 @@ impl Session {
             refused_at: None,
             debugger: None,
             pauses: PauseClock::default(),
+            programs: small::Programs::on_path(),
         }
     }
 
@@ -341,7 +344,7 @@ impl Session {
     pub(crate) fn offered_tools(&self) -> Vec<ToolSpec> {
         let specs = self.tools.specs();
         if self.small() {
-            small::tool_specs(specs)
+            small::tool_specs(specs, self.programs)
         } else {
             specs
         }

@@ -139,7 +139,7 @@ impl Session {
                 self.limit_reached(used, &calls, &mut seen)
             };
             // Before the calls are stored, so an edited call is stored as it runs.
-            let (calls, skipped) = match limit {
+            let (calls, mut skipped) = match limit {
                 None => self.debug_calls(&text, calls).await,
                 Some(_) => (calls, HashMap::new()),
             };
@@ -162,9 +162,12 @@ impl Session {
                 return Ok(outcome);
             }
 
-            let results = dispatch::run_calls(self, &calls, &skipped, emitter).await;
             let small = self.small();
-            for mut message in results {
+            if small {
+                self.guard_writes(&input, &calls, &mut skipped);
+            }
+            let results = dispatch::run_calls(self, &calls, &skipped, emitter).await;
+            for (call, mut message) in calls.iter().zip(results) {
                 if let Message::Tool {
                     name,
                     content,
@@ -172,8 +175,11 @@ impl Session {
                     ..
                 } = &mut message
                 {
-                    self.turn.evidence.record(name, content, *is_error);
-                    if small && *is_error {
+                    self.turn
+                        .evidence
+                        .record(name, &call.arguments, content, *is_error);
+                    // A refusal says what to do itself.
+                    if small && *is_error && !skipped.contains_key(call.id.as_str()) {
                         let hint = small::error_hint(name, content);
                         content.push('\n');
                         content.push_str(hint);
@@ -183,6 +189,31 @@ impl Session {
             }
         }
         Ok(TurnOutcome::MaxRounds { limit: max_rounds })
+    }
+
+    /// Under the small profile, a blind write does not run (see [`small::guard`]): its call
+    /// is answered with the refusal instead, once per path.
+    fn guard_writes(
+        &mut self,
+        input: &str,
+        calls: &[ToolCall],
+        skipped: &mut HashMap<String, String>,
+    ) {
+        for call in calls {
+            if skipped.contains_key(call.id.as_str()) {
+                continue;
+            }
+            if let Some(refusal) = small::guard(
+                &call.name,
+                &call.arguments,
+                input,
+                &self.turn.evidence,
+                &self.opts.workspace,
+            ) {
+                self.turn.evidence.refused.push(refusal.path);
+                skipped.insert(call.id.as_str().to_owned(), refusal.message);
+            }
+        }
     }
 
     /// Under the small profile, an answer no tool result supports is sent back once (per

@@ -166,7 +166,7 @@ async fn a_number_no_result_shows_is_sent_back_once_then_accepted() {
     assert_eq!(requests.len(), 3, "sent back once, not twice");
     let note = requests[2].last_user_text().unwrap();
     assert!(
-        note.contains("No tool result shows the number 22 of your answer"),
+        note.contains("No command's output shows the number 22 of your answer"),
         "{note}"
     );
     assert_eq!(
@@ -174,6 +174,96 @@ async fn a_number_no_result_shows_is_sent_back_once_then_accepted() {
         "the note asks for a command that prints the number"
     );
     assert_eq!(outcome, completed("The sum is 22."));
+}
+
+#[tokio::test]
+async fn a_blind_overwrite_is_refused_once_and_the_file_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("shopping.txt"), "bread\nmilk\n").unwrap();
+    let write = json!({"path": "shopping.txt", "content": "eggs\n"});
+    let (requests, events, outcome) = turn(
+        dir.path(),
+        AgentProfile::Small,
+        "Add the line 'eggs' at the end of shopping.txt.",
+        vec![
+            MockReply::tool_call("write_file", write.clone()),
+            MockReply::tool_call("shell", json!({"command": "echo 'eggs' >> shopping.txt"})),
+            MockReply::text("Added eggs."),
+        ],
+    )
+    .await;
+    assert_eq!(outcome, completed("Added eggs."));
+    let refusal = &requests[1].tool_results()[0];
+    assert!(
+        refusal.starts_with("Not written: shopping.txt already has text you have not read"),
+        "{refusal}"
+    );
+    assert!(
+        !refusal.contains("Hint:"),
+        "a refusal carries no generic hint"
+    );
+    let ended = events
+        .iter()
+        .filter(|e| matches!(&e.msg, EventMsg::ToolCallEnd { is_error: true, .. }))
+        .count();
+    assert_eq!(ended, 1, "the refused call ends as an error");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("shopping.txt")).unwrap(),
+        "bread\nmilk\neggs\n",
+        "the refused write never ran"
+    );
+
+    // The same write a second time is the model's choice, and runs.
+    let (requests, _, _) = turn(
+        dir.path(),
+        AgentProfile::Small,
+        "Replace shopping.txt with just eggs.",
+        vec![
+            MockReply::tool_call("write_file", write.clone()),
+            MockReply::tool_call("write_file", write),
+            MockReply::text("Done."),
+        ],
+    )
+    .await;
+    assert!(requests[1].tool_results()[0].starts_with("Not written"));
+    let results = requests[2].tool_results();
+    assert!(
+        !results.last().unwrap().starts_with("Not written"),
+        "{results:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("shopping.txt")).unwrap(),
+        "eggs\n"
+    );
+}
+
+#[tokio::test]
+async fn a_change_claimed_but_not_made_is_sent_back() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("emails.txt"), "a@x\nb@y\na@x\n").unwrap();
+    let (requests, _, outcome) = turn(
+        dir.path(),
+        AgentProfile::Small,
+        "Remove the duplicate lines from emails.txt.",
+        vec![
+            MockReply::tool_call("shell", json!({"command": "sort emails.txt | uniq"})),
+            MockReply::text("The duplicates have been removed."),
+            MockReply::tool_call(
+                "shell",
+                json!({"command": "awk '!seen[$0]++' emails.txt > t && mv t emails.txt"}),
+            ),
+            MockReply::text("Removed."),
+        ],
+    )
+    .await;
+    assert_eq!(outcome, completed("Removed."));
+    let note = requests[2].last_user_text().unwrap();
+    assert!(note.starts_with("[reef] Nothing has changed yet"), "{note}");
+    assert_eq!(requests[2].body["tool_choice"], "required");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("emails.txt")).unwrap(),
+        "a@x\nb@y\n"
+    );
 }
 
 #[tokio::test]
