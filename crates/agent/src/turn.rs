@@ -178,8 +178,10 @@ impl Session {
                     self.turn
                         .evidence
                         .record(name, &call.arguments, content, *is_error);
-                    // A refusal says what to do itself.
-                    if small && *is_error && !skipped.contains_key(call.id.as_str()) {
+                    // A failed call (a command too, by its exit code) gets a hint; a refusal
+                    // says what to do itself.
+                    let failed = self.turn.evidence.last_failed;
+                    if small && failed && !skipped.contains_key(call.id.as_str()) {
                         let hint = small::error_hint(name, content);
                         content.push('\n');
                         content.push_str(hint);

@@ -4,7 +4,7 @@
 //! path is refused once: the same write again goes through, so the model keeps the last word.
 
 use super::review::{Evidence, holds_text, target};
-use super::text::{file_names, mentions_any};
+use super::text::{file_names, mentions_any, words};
 use serde_json::json;
 use std::path::Path;
 
@@ -37,12 +37,21 @@ pub(crate) fn guard(
     }
     let holds_text = |given: &str| holds_text(workspace, given);
     if holds_text(path) && !evidence.looked_at(path) {
+        let instead = match appended_line(input, arguments) {
+            Some(line) => format!(
+                "To add it at the end, call shell with {}",
+                json!({ "command": format!("echo '{line}' >> {path}") })
+            ),
+            None => format!(
+                "Read it first with read_file. To change one part, use edit_file; to add a \
+                 line at the end, use shell: echo 'TEXT' >> {path}"
+            ),
+        };
         return Some(Refusal {
             path: path.to_owned(),
             message: format!(
                 "Not written: {path} already has text you have not read, and write_file \
-                 would replace all of it. Read it first with read_file. To change one part, \
-                 use edit_file; to add a line at the end, use shell: echo 'TEXT' >> {path}"
+                 would replace all of it. {instead}"
             ),
         });
     }
@@ -66,6 +75,19 @@ pub(crate) fn guard(
             unread.join(", "),
         ),
     })
+}
+
+/// The line a write was meant to add, when the task says to add or append and the write's
+/// content is one line a shell `echo '…'` can carry as it is.
+fn appended_line(input: &str, arguments: &str) -> Option<String> {
+    let adds = words(input).any(|w| matches!(w.to_ascii_lowercase().as_str(), "add" | "append"));
+    if !adds && !mentions_any(input, &["at the end"]) {
+        return None;
+    }
+    let args: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let line = args.get("content")?.as_str()?.trim();
+    let plain = !line.is_empty() && !line.contains(['\n', '\'', '\\']);
+    plain.then(|| line.to_owned())
 }
 
 /// The command that makes `output` from the `sources` the way the task says (upper case,
@@ -121,9 +143,24 @@ mod tests {
         let refusal = guard("write_file", &write("shopping.txt"), input, &e, dir.path()).unwrap();
         assert_eq!(refusal.path, "shopping.txt");
         assert!(
-            refusal.message.contains(">> shopping.txt"),
+            refusal
+                .message
+                .ends_with(r#"call shell with {"command":"echo 'x' >> shopping.txt"}"#),
             "{}",
             refusal.message
+        );
+        let replace = guard(
+            "write_file",
+            &write("shopping.txt"),
+            "Replace shopping.txt with x.",
+            &e,
+            dir.path(),
+        )
+        .unwrap();
+        assert!(
+            replace.message.contains("Read it first with read_file"),
+            "{}",
+            replace.message
         );
         // Refused once: the same write again goes through.
         e.refused.push(refusal.path);

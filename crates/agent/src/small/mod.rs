@@ -181,6 +181,10 @@ pub(crate) fn error_hint(tool: &str, error: &str) -> &'static str {
             "Hint: list the files first with shell: ls"
         }
         "write_file" => "Hint: write_file needs a path and the complete content.",
+        "shell" if error.contains("no such file") || error.contains("cannot stat") => {
+            "Hint: a name in the command is not a file here. List the files with ls, or find \
+             the file that mentions a word with grep -l WORD *, then use the name it prints."
+        }
         "shell" => "Hint: try a simpler command; the workspace is the current directory.",
         _ => "Hint: check the arguments, or do it with shell instead.",
     }
@@ -189,6 +193,16 @@ pub(crate) fn error_hint(tool: &str, error: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_naming_a_missing_file_is_pointed_at_ls_and_grep() {
+        let hint = error_hint(
+            "shell",
+            "exit_code: 1\nstdout: (empty)\nstderr:\nmv: cannot stat 'TODO': No such file or directory\n",
+        );
+        assert!(hint.contains("grep -l WORD *"), "{hint}");
+        assert!(error_hint("shell", "exit_code: 2\nstderr:\nsyntax error").contains("simpler"));
+    }
 
     #[test]
     fn the_small_tool_set_is_rewritten_and_narrowed() {

@@ -150,3 +150,13 @@ pub(super) fn asks_for_name(input: &str) -> bool {
     ];
     mentions_any(input, PHRASES)
 }
+
+/// The line a question asks about by number (`line 3`), if any.
+pub(super) fn line_number(input: &str) -> Option<u32> {
+    let words: Vec<&str> = words(input).collect();
+    words
+        .windows(2)
+        .find(|w| w[0].eq_ignore_ascii_case("line"))
+        .and_then(|w| w[1].parse().ok())
+        .filter(|&n| n > 0)
+}

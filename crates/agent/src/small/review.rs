@@ -3,7 +3,7 @@
 
 use super::question::{
     about_workspace, asks_for_change, asks_for_count, asks_for_name, asks_for_number,
-    asks_yes_or_no, described_command, empties, outputs,
+    asks_yes_or_no, described_command, empties, line_number, outputs,
 };
 use super::text::{contains_word, file_names, numbers, words};
 use reef_workspace::{Kind, Metadata, Workspace, WorkspaceError};
@@ -137,8 +137,9 @@ pub(crate) enum Nudge {
     Unchanged,
     /// The question asks for a name and the answer gives none, or one no result shows.
     Unnamed,
-    /// A yes-or-no question about the workspace answered without any command run.
-    Unsearched,
+    /// A question a command answers exactly (whether a file holds a word, what line N says)
+    /// answered without any command run.
+    Eyeballed,
     /// A question answered right after a command that printed nothing.
     Empty,
     /// The task asks for an empty file and it holds text.
@@ -179,10 +180,9 @@ impl Nudge {
                  grep -l WORD * (the files that mention WORD) or ls -S DIR | head -1 (the \
                  largest file in DIR), then answer with the name it prints."
             ),
-            Nudge::Unsearched => "[reef] Check it with a command before answering: for \
-                 example grep -w WORD FILE prints the lines that hold WORD, and no output \
-                 means no. Then answer yes or no."
-                .to_owned(),
+            Nudge::Eyeballed => {
+                format!("[reef] Check it with a command before answering: {detail}")
+            }
             Nudge::Empty => "[reef] Your last command printed nothing, so it does not answer \
                  the question. Look with a simpler command (cat FILE, or grep WORD FILE), \
                  then answer from what it prints."
@@ -251,12 +251,23 @@ pub(crate) fn review(
     {
         return Some((Nudge::YesNo, String::new()));
     }
-    if fresh(Nudge::Unsearched)
-        && asks_yes_or_no(input)
-        && about_workspace(input)
-        && evidence.computed.is_empty()
-    {
-        return Some((Nudge::Unsearched, String::new()));
+    if fresh(Nudge::Eyeballed) && evidence.computed.is_empty() && about_workspace(input) {
+        if asks_yes_or_no(input) {
+            return Some((
+                Nudge::Eyeballed,
+                "for example grep -w WORD FILE prints the lines that hold WORD, and no \
+                 output means no. Then answer yes or no."
+                    .to_owned(),
+            ));
+        }
+        if let Some(n) = line_number(input) {
+            return Some((
+                Nudge::Eyeballed,
+                format!(
+                    "sed -n '{n}p' FILE prints line {n} alone. Then answer with what it prints."
+                ),
+            ));
+        }
     }
     if fresh(Nudge::Empty)
         && evidence.last_printed_nothing
@@ -559,10 +570,23 @@ mod tests {
         );
         assert_eq!(
             review(q, "Yes", &e, &[], &ws()).map(|n| n.0),
-            Some(Nudge::Unsearched)
+            Some(Nudge::Eyeballed)
         );
-        assert!(Nudge::Unsearched.requires_call());
-        assert_eq!(review(q, "Yes", &e, &[Nudge::Unsearched], &ws()), None);
+        assert!(Nudge::Eyeballed.requires_call());
+        assert_eq!(review(q, "Yes", &e, &[Nudge::Eyeballed], &ws()), None);
+        // A line by its number is printed, not counted off a read.
+        let q = "What is written on line 3 of list.txt?";
+        let (nudge, detail) = review(q, "delta", &e, &[], &ws()).unwrap();
+        assert_eq!(nudge, Nudge::Eyeballed);
+        assert!(detail.starts_with("sed -n '3p' FILE"), "{detail}");
+        // After a command, the answer stands on its result.
+        e.record(
+            "shell",
+            r#"{"command":"sed -n '3p' list.txt"}"#,
+            "exit_code: 0\nstdout:\ncharlie\n",
+            false,
+        );
+        assert_eq!(review(q, "charlie", &e, &[], &ws()), None);
     }
 
     #[test]
