@@ -81,6 +81,7 @@ fn options(workspace: &std::path::Path, strategy: CompactionStrategy) -> Session
         compaction: strategy,
         keep_recent_turns: 4,
         profile: reef_core::AgentProfile::Auto,
+        hidden: Vec::new(),
     }
 }
 

@@ -131,6 +131,7 @@ async fn engine(tools: Arc<ToolRegistry>, tool: &str, args: &Value, n: usize) ->
         compaction: reef_core::CompactionStrategy::Summarize,
         keep_recent_turns: 4,
         profile: reef_core::AgentProfile::Auto,
+        hidden: Vec::new(),
     };
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {

@@ -65,6 +65,9 @@ pub struct SessionOptions {
     pub keep_recent_turns: u32,
     /// How the model is driven; `Auto` picks `Small` for a model run in-process.
     pub profile: AgentProfile,
+    /// Paths the sandbox hides (`SandboxPolicy::hidden_paths`): the small profile's checks
+    /// do not look at them either.
+    pub hidden: Vec<PathBuf>,
 }
 
 /// Progress of the turn in flight, kept on the session so an interrupted turn can still report it.

@@ -181,6 +181,11 @@ pub fn session_options(config: &Config, workspace: PathBuf) -> SessionOptions {
         compaction: config.agent.compaction,
         keep_recent_turns: config.agent.keep_recent_turns,
         profile: config.agent.profile,
+        hidden: SandboxPolicy {
+            hidden: hidden_paths(config),
+            ..SandboxPolicy::default()
+        }
+        .hidden_paths(),
     }
 }
 

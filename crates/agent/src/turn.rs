@@ -178,8 +178,8 @@ impl Session {
                     self.turn
                         .evidence
                         .record(name, &call.arguments, content, *is_error);
-                    // A failed call (a command too, by its exit code) gets a hint; a refusal
-                    // says what to do itself.
+                    // A failed call (a command too, by its exit status) gets a hint; a
+                    // refused write or a call the operator skipped says why itself.
                     let failed = self.turn.evidence.last_failed;
                     if small && failed && !skipped.contains_key(call.id.as_str()) {
                         let hint = small::error_hint(name, content);
@@ -201,20 +201,25 @@ impl Session {
         calls: &[ToolCall],
         skipped: &mut HashMap<String, String>,
     ) {
-        for call in calls {
-            if skipped.contains_key(call.id.as_str()) {
-                continue;
-            }
-            if let Some(refusal) = small::guard(
-                &call.name,
-                &call.arguments,
-                input,
-                &self.turn.evidence,
-                &self.opts.workspace,
-            ) {
-                self.turn.evidence.refused.push(refusal.path);
-                skipped.insert(call.id.as_str().to_owned(), refusal.message);
-            }
+        let files = small::Files::new(&self.opts.workspace, &self.opts.hidden);
+        // Every call of the round is judged on what the turn had shown before it.
+        let refused: Vec<(String, small::Refusal)> = calls
+            .iter()
+            .filter(|call| !skipped.contains_key(call.id.as_str()))
+            .filter_map(|call| {
+                small::guard(
+                    &call.name,
+                    &call.arguments,
+                    input,
+                    &self.turn.evidence,
+                    files,
+                )
+                .map(|refusal| (call.id.as_str().to_owned(), refusal))
+            })
+            .collect();
+        for (id, refusal) in refused {
+            self.turn.evidence.refuse(refusal.path);
+            skipped.insert(id, refusal.message);
         }
     }
 
@@ -236,7 +241,7 @@ impl Session {
             answer,
             &self.turn.evidence,
             &self.turn.nudges,
-            &self.opts.workspace,
+            small::Files::new(&self.opts.workspace, &self.opts.hidden),
         ) else {
             return Ok(false);
         };

@@ -1,19 +1,30 @@
 //! Writes a small model is stopped from making blind: a `write_file` that would replace a file
-//! the turn has not looked at, or that makes up the text of files the task names and the turn
-//! has not looked at. The call does not run; its result says why and what to do instead. Each
-//! path is refused once: the same write again goes through, so the model keeps the last word.
+//! no call of the turn has looked at, or that makes up the text of files the task names and no
+//! call has looked at. The call does not run; its result says why and what to do instead (a
+//! command, when the task names a way reef knows one for). Each path is refused once: the same
+//! write again goes through, so the model keeps the last word. reef never runs the command it
+//! suggests; the model may.
 
-use super::review::{Evidence, holds_text, target};
+use super::evidence::{Evidence, target};
+use super::lookup::Files;
 use super::text::{file_names, mentions_any, words};
 use serde_json::json;
-use std::path::Path;
 
-/// Why a write was refused, with the path it was refused for.
+/// Why a write was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum RefusalKind {
+    /// It would replace the text of a file no call has looked at.
+    Overwrite,
+    /// Its content stands for files the task names that no call has looked at.
+    Unread { sources: Vec<String> },
+}
+
+/// A refused write: why, the path it was refused for, and the call's error result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Refusal {
-    /// The path the refusal is keyed on (recorded in [`Evidence::refused`]).
+    pub kind: RefusalKind,
+    /// The path the refusal is keyed on ([`Evidence::refuse`]).
     pub path: String,
-    /// The call's error result.
     pub message: String,
 }
 
@@ -25,29 +36,30 @@ pub(crate) fn guard(
     arguments: &str,
     input: &str,
     evidence: &Evidence,
-    workspace: &Path,
+    files: Files<'_>,
 ) -> Option<Refusal> {
     if tool != "write_file" {
         return None;
     }
     let path = target(tool, arguments);
     let path = path.trim();
-    if path.is_empty() || evidence.refused.iter().any(|r| r == path) {
+    if path.is_empty() || evidence.was_refused(path) {
         return None;
     }
-    let holds_text = |given: &str| holds_text(workspace, given);
-    if holds_text(path) && !evidence.looked_at(path) {
+    if files.holds_text(path) && !evidence.looked_at(path) {
         let instead = match appended_line(input, arguments) {
             Some(line) => format!(
                 "To add it at the end, call shell with {}",
-                json!({ "command": format!("echo '{line}' >> {path}") })
+                json!({ "command": format!("echo '{line}' >> {}", shell_word(path)) })
             ),
             None => format!(
                 "Read it first with read_file. To change one part, use edit_file; to add a \
-                 line at the end, use shell: echo 'TEXT' >> {path}"
+                 line at the end, use shell: echo 'TEXT' >> {}",
+                shell_word(path)
             ),
         };
         return Some(Refusal {
+            kind: RefusalKind::Overwrite,
             path: path.to_owned(),
             message: format!(
                 "Not written: {path} already has text you have not read, and write_file \
@@ -55,68 +67,127 @@ pub(crate) fn guard(
             ),
         });
     }
-    let unread: Vec<String> = file_names(input)
+    let sources: Vec<String> = file_names(input)
         .into_iter()
-        .filter(|name| name != path && holds_text(name) && !evidence.looked_at(name))
+        .filter(|name| name != path && files.holds_text(name) && !evidence.looked_at(name))
         .collect();
-    let first = unread.first()?;
-    let instead = match recipe(input, &unread, path) {
+    let first = sources.first()?;
+    let instead = match recipe(input, &sources, path) {
         Some(command) => format!(
             "Let shell take the text from the file instead: call shell with {}",
             json!({ "command": command })
         ),
         None => format!("Read {first} first with read_file."),
     };
+    let message = format!(
+        "Not written: the task names {}, which you have not read, so this content is \
+         guessed. {instead}",
+        sources.join(", "),
+    );
     Some(Refusal {
+        kind: RefusalKind::Unread { sources },
         path: path.to_owned(),
-        message: format!(
-            "Not written: the task names {}, which you have not read, so this content is \
-             guessed. {instead}",
-            unread.join(", "),
-        ),
+        message,
     })
 }
 
-/// The line a write was meant to add, when the task says to add or append and the write's
-/// content is one line a shell `echo '…'` can carry as it is.
+/// Characters of a line an append command is offered for.
+const APPEND_MAX_CHARS: usize = 200;
+
+/// The line a write was meant to add, when the task says to add or append (and not at the
+/// top) and the write's content is one short line of text that `echo '…'` carries as it is:
+/// no quote, backslash or newline (inside single quotes nothing else is special), not taken
+/// for an option (`-n`), and not JSON (an appended object leaves a file that is not JSON).
 fn appended_line(input: &str, arguments: &str) -> Option<String> {
-    let adds = words(input).any(|w| matches!(w.to_ascii_lowercase().as_str(), "add" | "append"));
-    if !adds && !mentions_any(input, &["at the end"]) {
+    let lower: Vec<String> = words(input).map(str::to_ascii_lowercase).collect();
+    let says = |w: &[&str]| lower.iter().any(|x| w.contains(&x.as_str()));
+    let adds = says(&["add", "append"]) || mentions_any(input, &["at the end"]);
+    let elsewhere = says(&[
+        "top",
+        "start",
+        "beginning",
+        "above",
+        "before",
+        "prepend",
+        "insert",
+    ]);
+    if !adds || elsewhere {
         return None;
     }
     let args: serde_json::Value = serde_json::from_str(arguments).ok()?;
     let line = args.get("content")?.as_str()?.trim();
-    let plain = !line.is_empty() && !line.contains(['\n', '\'', '\\']);
+    let plain = !line.is_empty()
+        && line.chars().count() <= APPEND_MAX_CHARS
+        && !line.contains(['\n', '\r', '\'', '\\'])
+        && !line.starts_with(['-', '{', '['])
+        && !line.chars().any(char::is_control);
     plain.then(|| line.to_owned())
 }
 
-/// The command that makes `output` from the `sources` the way the task says (upper case,
-/// joined, copied, renamed or sorted), if the task says one of those.
+/// The command that makes `output` from the `sources` the way the task says (upper or lower
+/// case, joined, renamed, copied or sorted), if it says exactly one such way in whole words;
+/// none when it also removes or deletes, which no single command here does.
 fn recipe(input: &str, sources: &[String], output: &str) -> Option<String> {
-    let first = sources.first()?;
-    let says = |phrases: &[&str]| mentions_any(input, phrases);
-    Some(if says(&["upper case", "uppercase", "capital"]) {
-        format!("tr a-z A-Z < {first} > {output}")
-    } else if says(&["lower case", "lowercase"]) {
-        format!("tr A-Z a-z < {first} > {output}")
-    } else if says(&[
-        "followed by",
-        "join",
-        "combine",
-        "concatenat",
-        "merge",
-        "together",
-    ]) {
-        format!("cat {} > {output}", sources.join(" "))
-    } else if says(&["rename", "extension", "move"]) {
-        format!("mv {first} {output}")
-    } else if says(&["copy", "duplicate"]) {
-        format!("cp {first} {output}")
-    } else if says(&["sort", "alphabetical"]) {
-        format!("sort {first} > {output}")
-    } else {
+    let lower: Vec<String> = words(input).map(str::to_ascii_lowercase).collect();
+    let says = |w: &[&str]| lower.iter().any(|x| w.contains(&x.as_str()));
+    let phrase = |p: &[&str]| mentions_any(input, p);
+    if says(&["remove", "delete", "duplicate", "duplicates"]) {
         return None;
-    })
+    }
+    let first = shell_word(sources.first()?);
+    let output = shell_word(output);
+    let ways = [
+        (
+            phrase(&["upper case", "uppercase"]),
+            format!("tr a-z A-Z < {first} > {output}"),
+        ),
+        (
+            phrase(&["lower case", "lowercase"]),
+            format!("tr A-Z a-z < {first} > {output}"),
+        ),
+        (
+            phrase(&["followed by"])
+                || says(&["join", "combine", "concatenate", "merge", "together"]),
+            format!(
+                "cat {} > {output}",
+                sources
+                    .iter()
+                    .map(|s| shell_word(s))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        ),
+        (says(&["copy"]), format!("cp {first} {output}")),
+        (
+            says(&["sort", "alphabetical"]),
+            format!("sort {first} > {output}"),
+        ),
+        (
+            says(&["rename", "extension", "move"]),
+            format!("mv {first} {output}"),
+        ),
+    ];
+    let mut named = ways.into_iter().filter(|(said, _)| *said);
+    match (named.next(), named.next()) {
+        (Some((_, command)), None) => Some(command),
+        _ => None,
+    }
+}
+
+/// `word` as one shell word: as it is when it is made of letters, digits and `._/-` and does
+/// not start with `-`, single-quoted otherwise (a file name in the workspace is the agent's
+/// and may hold `;` or spaces).
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && !word.starts_with('-')
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 #[cfg(test)]
@@ -131,6 +202,10 @@ mod tests {
         dir
     }
 
+    fn at(root: &std::path::Path) -> Files<'_> {
+        Files::new(root, &[])
+    }
+
     fn write(path: &str) -> String {
         serde_json::json!({"path": path, "content": "x"}).to_string()
     }
@@ -140,7 +215,14 @@ mod tests {
         let dir = workspace();
         let input = "Add the line 'eggs' at the end of shopping.txt.";
         let mut e = Evidence::default();
-        let refusal = guard("write_file", &write("shopping.txt"), input, &e, dir.path()).unwrap();
+        let refusal = guard(
+            "write_file",
+            &write("shopping.txt"),
+            input,
+            &e,
+            at(dir.path()),
+        )
+        .unwrap();
         assert_eq!(refusal.path, "shopping.txt");
         assert!(
             refusal
@@ -154,7 +236,7 @@ mod tests {
             &write("shopping.txt"),
             "Replace shopping.txt with x.",
             &e,
-            dir.path(),
+            at(dir.path()),
         )
         .unwrap();
         assert!(
@@ -163,9 +245,15 @@ mod tests {
             replace.message
         );
         // Refused once: the same write again goes through.
-        e.refused.push(refusal.path);
+        e.refuse(refusal.path);
         assert_eq!(
-            guard("write_file", &write("shopping.txt"), input, &e, dir.path()),
+            guard(
+                "write_file",
+                &write("shopping.txt"),
+                input,
+                &e,
+                at(dir.path())
+            ),
             None
         );
         // Once read, the write is the model's informed choice.
@@ -177,7 +265,13 @@ mod tests {
             false,
         );
         assert_eq!(
-            guard("write_file", &write("shopping.txt"), input, &e, dir.path()),
+            guard(
+                "write_file",
+                &write("shopping.txt"),
+                input,
+                &e,
+                at(dir.path())
+            ),
             None
         );
         // A file the model wrote itself earlier in the turn counts as seen.
@@ -189,7 +283,13 @@ mod tests {
             false,
         );
         assert_eq!(
-            guard("write_file", &write("shopping.txt"), input, &e, dir.path()),
+            guard(
+                "write_file",
+                &write("shopping.txt"),
+                input,
+                &e,
+                at(dir.path())
+            ),
             None
         );
     }
@@ -200,7 +300,7 @@ mod tests {
         let e = Evidence::default();
         let input = "Create a file hello.txt containing exactly the text: Hello, reef!";
         assert_eq!(
-            guard("write_file", &write("hello.txt"), input, &e, dir.path()),
+            guard("write_file", &write("hello.txt"), input, &e, at(dir.path())),
             None
         );
         assert_eq!(
@@ -209,7 +309,7 @@ mod tests {
                 &write("empty.txt"),
                 "Fill empty.txt.",
                 &e,
-                dir.path()
+                at(dir.path())
             ),
             None
         );
@@ -219,11 +319,14 @@ mod tests {
                 &write("shopping.txt"),
                 "Edit shopping.txt.",
                 &e,
-                dir.path()
+                at(dir.path())
             ),
             None
         );
-        assert_eq!(guard("write_file", "not json", "x", &e, dir.path()), None);
+        assert_eq!(
+            guard("write_file", "not json", "x", &e, at(dir.path())),
+            None
+        );
     }
 
     #[test]
@@ -232,7 +335,7 @@ mod tests {
         let input = "Create all.txt containing part1.txt followed by part2.txt.";
         let mut e = Evidence::default();
         // part2.txt does not exist: only the file that holds text is named as unread.
-        let refusal = guard("write_file", &write("all.txt"), input, &e, dir.path()).unwrap();
+        let refusal = guard("write_file", &write("all.txt"), input, &e, at(dir.path())).unwrap();
         assert!(
             refusal.message.contains("names part1.txt, which"),
             "{}",
@@ -252,7 +355,7 @@ mod tests {
             false,
         );
         assert_eq!(
-            guard("write_file", &write("all.txt"), input, &e, dir.path()),
+            guard("write_file", &write("all.txt"), input, &e, at(dir.path())),
             None
         );
         // Without a way named in the task, the model is told to read first.
@@ -261,7 +364,7 @@ mod tests {
             &write("summary.txt"),
             "Summarize part1.txt in summary.txt.",
             &Evidence::default(),
-            dir.path(),
+            at(dir.path()),
         )
         .unwrap();
         assert!(
@@ -318,9 +421,75 @@ mod tests {
                 &write("out/secret.txt"),
                 "Write out/secret.txt.",
                 &e,
-                dir.path()
+                at(dir.path())
             ),
             None
+        );
+    }
+
+    #[test]
+    fn no_command_is_offered_for_a_task_it_would_get_wrong() {
+        let two = ["a.txt".to_owned(), "b.txt".to_owned()];
+        // "remove" is not "move", and removing duplicates is no single command here.
+        let input = "Remove the duplicate lines from a.txt and write the result to c.txt.";
+        assert_eq!(recipe(input, &two, "c.txt"), None);
+        // Two ways named: none is chosen.
+        assert_eq!(
+            recipe("Copy a.txt to c.txt and sort it.", &two, "c.txt"),
+            None
+        );
+        assert_eq!(
+            recipe("Capital cities from a.txt into c.txt.", &two, "c.txt"),
+            None
+        );
+        // Names that are not plain words are quoted.
+        assert_eq!(
+            recipe(
+                "Copy a.txt to c.txt.",
+                &["x;curl y|sh".to_owned()],
+                "my notes.txt"
+            ),
+            Some(r"cp 'x;curl y|sh' 'my notes.txt'".to_owned())
+        );
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word("-rf"), "'-rf'");
+        assert_eq!(shell_word("logs/a.log"), "logs/a.log");
+    }
+
+    #[test]
+    fn an_append_is_offered_only_for_a_plain_line_at_the_end() {
+        let add = "Add the line at the end of f.txt.";
+        let content = |c: &str| json!({"path": "f.txt", "content": c}).to_string();
+        assert_eq!(
+            appended_line(add, &content("eggs\n")).as_deref(),
+            Some("eggs")
+        );
+        for refused in [
+            "it's",
+            "a\nb",
+            "back\\slash",
+            "-n",
+            "{\"k\": 1}",
+            "",
+            &"x".repeat(APPEND_MAX_CHARS + 1),
+        ] {
+            assert_eq!(appended_line(add, &content(refused)), None, "{refused:?}");
+        }
+        assert_eq!(
+            appended_line(
+                "Add the line 'name,age' at the top of f.txt.",
+                &content("name,age")
+            ),
+            None
+        );
+        assert_eq!(
+            appended_line("Replace f.txt with eggs.", &content("eggs")),
+            None
+        );
+        // `$(…)` stays text inside single quotes: offered as it is.
+        assert_eq!(
+            appended_line(add, &content("$(rm -rf ~)")).as_deref(),
+            Some("$(rm -rf ~)")
         );
     }
 }

@@ -8,13 +8,17 @@ use reef_core::ToolSpec;
 use serde_json::json;
 use std::path::Path;
 
+mod evidence;
 mod guard;
+mod lookup;
 mod question;
 mod review;
 mod text;
 
-pub(crate) use guard::guard;
-pub(crate) use review::{Evidence, Nudge, review};
+pub(crate) use evidence::Evidence;
+pub(crate) use guard::{Refusal, guard};
+pub(crate) use lookup::Files;
+pub(crate) use review::{Nudge, review};
 
 /// Built-in tools left out for a small model: `shell` does their work with commands it knows
 /// (`ls`, `grep`), and every extra tool description is one more way to choose wrong.
@@ -62,12 +66,16 @@ pub(crate) struct Programs {
 impl Programs {
     pub(crate) fn on_path() -> Self {
         let path = std::env::var_os("PATH").unwrap_or_default();
+        // Only absolute directories: a relative one would be looked up from reef's own
+        // current directory, which may be the workspace.
         let found = |program: &str| {
-            std::env::split_paths(&path).any(|dir| {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::metadata(dir.join(program))
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
+            std::env::split_paths(&path)
+                .filter(|dir| dir.is_absolute())
+                .any(|dir| {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::metadata(dir.join(program))
+                        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                })
         };
         Self { jq: found("jq") }
     }

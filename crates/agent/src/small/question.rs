@@ -73,17 +73,24 @@ pub(super) fn described_command(text: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The files a task asks to be empty: a file name after `empty` or `empty file`.
+/// The files a task that changes the workspace asks to be empty: the file name in `an empty
+/// NAME` or `an empty file NAME` (not `which file is empty`).
 pub(super) fn empties(input: &str) -> Vec<String> {
+    if !asks_for_change(input) {
+        return Vec::new();
+    }
     let words: Vec<&str> = words(input).collect();
     words
-        .iter()
+        .windows(2)
         .enumerate()
-        .filter(|(_, w)| w.eq_ignore_ascii_case("empty"))
+        .filter(|(_, w)| {
+            matches!(w[0].to_ascii_lowercase().as_str(), "a" | "an")
+                && w[1].eq_ignore_ascii_case("empty")
+        })
         .filter_map(|(i, _)| {
-            let next = words.get(i + 1)?;
+            let next = words.get(i + 2)?;
             let name = if next.eq_ignore_ascii_case("file") {
-                words.get(i + 2)?
+                words.get(i + 3)?
             } else {
                 next
             };
@@ -93,13 +100,19 @@ pub(super) fn empties(input: &str) -> Vec<String> {
 }
 
 /// Whether `input` asks for the workspace to change: an instruction (not a question) with a
-/// verb that changes files.
+/// verb that changes files, and not one that asks to be shown something (`Sort a.txt and show
+/// the first line`) or to add numbers up.
 pub(super) fn asks_for_change(input: &str) -> bool {
     const VERBS: &[&str] = &[
         "add", "append", "change", "copy", "create", "delete", "edit", "insert", "make", "move",
         "put", "remove", "rename", "replace", "save", "sort", "update", "write",
     ];
-    !input.contains('?') && words(input).any(|w| VERBS.contains(&w.to_ascii_lowercase().as_str()))
+    const SHOWING: &[&str] = &["show", "print", "tell", "display"];
+    let words: Vec<String> = words(input).map(str::to_ascii_lowercase).collect();
+    let changes = words.iter().enumerate().any(|(i, w)| {
+        VERBS.contains(&w.as_str()) && !(w == "add" && words.get(i + 1).is_some_and(|n| n == "up"))
+    });
+    !input.contains('?') && changes && !words.iter().any(|w| SHOWING.contains(&w.as_str()))
 }
 
 /// Whether `input` asks for a count or a sum: an answer computed by a command.
@@ -117,10 +130,12 @@ pub(super) fn asks_for_count(input: &str) -> bool {
     )
 }
 
+/// Whether `input` asks to be answered yes or no.
 pub(super) fn asks_yes_or_no(input: &str) -> bool {
     mentions_any(input, &["yes or no"])
 }
 
+/// Whether `input` asks for a number: a count, a sum, an amount, an extreme or an average.
 pub(super) fn asks_for_number(input: &str) -> bool {
     const PHRASES: &[&str] = &[
         "how many",
@@ -139,6 +154,7 @@ pub(super) fn asks_for_number(input: &str) -> bool {
     mentions_any(input, PHRASES)
 }
 
+/// Whether `input` asks for the name of a file or directory.
 pub(super) fn asks_for_name(input: &str) -> bool {
     const PHRASES: &[&str] = &[
         "which file",
@@ -156,7 +172,54 @@ pub(super) fn line_number(input: &str) -> Option<u32> {
     let words: Vec<&str> = words(input).collect();
     words
         .windows(2)
-        .find(|w| w[0].eq_ignore_ascii_case("line"))
-        .and_then(|w| w[1].parse().ok())
+        .filter(|w| w[0].eq_ignore_ascii_case("line"))
+        .find_map(|w| w[1].parse().ok())
         .filter(|&n| n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_asked_for_and_not() {
+        assert!(asks_for_change(
+            "Rename data.txt so that it has the .csv extension."
+        ));
+        assert!(asks_for_change(
+            "Add the line 'eggs' at the end of shopping.txt."
+        ));
+        assert!(!asks_for_change("Which file should I move?"));
+        assert!(!asks_for_change("Count the words of a.txt."));
+        assert!(!asks_for_change("Add up the numbers in numbers.txt."));
+        assert!(!asks_for_change("Sort names.txt and show the first one."));
+    }
+
+    #[test]
+    fn empty_files_asked_for_and_not() {
+        assert_eq!(
+            empties("Create src/app and an empty file src/app/main.rs."),
+            ["src/app/main.rs"]
+        );
+        assert_eq!(
+            empties("Make empty.txt, then an empty notes.md."),
+            ["notes.md"]
+        );
+        assert!(empties("Which file is empty: a.txt or b.txt?").is_empty());
+        assert!(empties("Write empty a.txt lines to b.txt").is_empty());
+    }
+
+    #[test]
+    fn a_line_by_its_number() {
+        assert_eq!(
+            line_number("What is written on line 3 of list.txt?"),
+            Some(3)
+        );
+        assert_eq!(
+            line_number("Which line mentions x, line 4 or line 5?"),
+            Some(4)
+        );
+        assert_eq!(line_number("What is on line 0?"), None);
+        assert_eq!(line_number("Count the lines."), None);
+    }
 }

@@ -1,122 +1,14 @@
 //! The review of a small model's answer: what the turn has shown it ([`Evidence`]) and why
 //! an answer is sent back once ([`Nudge`]).
 
+use super::evidence::Evidence;
+use super::lookup::Files;
 use super::question::{
     about_workspace, asks_for_change, asks_for_count, asks_for_name, asks_for_number,
     asks_yes_or_no, described_command, empties, line_number, outputs,
 };
 use super::text::{contains_word, file_names, numbers, words};
-use reef_workspace::{Kind, Metadata, Workspace, WorkspaceError};
 use serde_json::json;
-use std::path::Path;
-
-/// Characters of a failed call's result quoted when its answer is sent back.
-const ERROR_QUOTE_CHARS: usize = 200;
-
-/// What one turn has shown the model so far, for [`review`] and [`super::guard`].
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Evidence {
-    /// Tool calls made in the turn.
-    pub calls: u32,
-    /// Every tool result of the turn, in order.
-    pub results: Vec<String>,
-    /// The results of commands (`shell`): what was computed rather than read off a file.
-    pub computed: Vec<String>,
-    /// Whether the last call of the turn failed (an error, or a command that exited non-zero).
-    pub last_failed: bool,
-    /// The start of the last failed call's result.
-    pub last_error: String,
-    /// Whether the last call was a command that printed nothing.
-    pub last_printed_nothing: bool,
-    /// What each call was pointed at: a file tool's path, a command's whole line.
-    pub looked_at: Vec<String>,
-    /// Whether a call that can change the workspace succeeded.
-    pub changed: bool,
-    /// The paths whose write [`super::guard`] refused once: the same write again goes through.
-    pub refused: Vec<String>,
-}
-
-impl Evidence {
-    /// Records a call (`arguments` as the model sent them) and its result.
-    pub(crate) fn record(&mut self, tool: &str, arguments: &str, content: &str, is_error: bool) {
-        self.calls += 1;
-        self.last_failed = is_error || (tool == "shell" && command_failed(content));
-        self.last_printed_nothing =
-            tool == "shell" && !self.last_failed && content.contains("\nstdout: (empty)\n");
-        if self.last_failed {
-            let flat = content.split_whitespace().collect::<Vec<_>>().join(" ");
-            self.last_error = flat.chars().take(ERROR_QUOTE_CHARS).collect();
-        }
-        let target = target(tool, arguments);
-        if !self.last_failed && changes_workspace(tool, &target) {
-            self.changed = true;
-        }
-        if tool == "shell" {
-            self.computed.push(content.to_owned());
-        }
-        self.looked_at.push(target);
-        self.results.push(content.to_owned());
-    }
-
-    /// Whether a call of the turn was pointed at `path` (its path argument, or a word of its
-    /// command line).
-    pub(crate) fn looked_at(&self, path: &str) -> bool {
-        self.looked_at.iter().any(|t| contains_word(t, path))
-    }
-}
-
-/// What a call is pointed at: the `path` of a file tool, the `command` of `shell`, every
-/// string argument of another tool (never `write_file`'s content: writing a file's name is
-/// not looking at it).
-pub(super) fn target(tool: &str, arguments: &str) -> String {
-    let Ok(serde_json::Value::Object(args)) = serde_json::from_str(arguments) else {
-        return String::new();
-    };
-    let key = match tool {
-        "shell" => Some("command"),
-        "read_file" | "write_file" | "edit_file" => Some("path"),
-        _ => None,
-    };
-    args.iter()
-        .filter(|(k, _)| key.is_none_or(|key| k.as_str() == key))
-        .filter_map(|(_, v)| v.as_str())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Whether a call of `tool` pointed at `target` can change the workspace: a file write or
-/// edit, or a command line that redirects into a file or runs a program that writes.
-fn changes_workspace(tool: &str, target: &str) -> bool {
-    const WRITERS: &[&str] = &[
-        "mv", "cp", "rm", "rmdir", "mkdir", "touch", "tee", "ln", "truncate", "install", "dd",
-        "tar", "unzip", "gzip", "gunzip", "patch", "chmod",
-    ];
-    match tool {
-        "write_file" | "edit_file" => true,
-        "shell" => {
-            target.contains('>')
-                || words(target).any(|w| WRITERS.contains(&w))
-                || (target.contains("sed") && target.contains(" -i"))
-                || (target.contains("sort") && target.contains(" -o"))
-        }
-        _ => false,
-    }
-}
-
-/// Whether a command's result says it failed: a non-zero exit code, except 1 with nothing on
-/// stderr, which is how `grep`, `test` and `diff` say "no" rather than fail.
-fn command_failed(output: &str) -> bool {
-    let code = output
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("exit_code: "))
-        .map(str::trim);
-    match code {
-        None | Some("0") => false,
-        Some("1") => !output.contains("\nstderr: (empty)"),
-        Some(_) => true,
-    }
-}
 
 /// Why an answer is sent back: each at most once per turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -172,8 +64,9 @@ impl Nudge {
                  the result shows."
             ),
             Nudge::Unchanged => "[reef] Nothing has changed yet: your calls only looked or \
-                 printed. Make the change with a call (write the result back with > FILE, or \
-                 use mv, cp, rm, edit_file or write_file), then answer."
+                 printed. Make the change with a call (mv, cp, rm, edit_file or write_file; to \
+                 change a file with a command, write to a new file and move it over: COMMAND \
+                 > tmp && mv tmp FILE), then answer."
                 .to_owned(),
             Nudge::Unnamed => format!(
                 "[reef] {detail} Find it with a command that prints names, for example \
@@ -212,7 +105,7 @@ pub(crate) fn review(
     answer: &str,
     evidence: &Evidence,
     given: &[Nudge],
-    workspace: &Path,
+    files: Files<'_>,
 ) -> Option<(Nudge, String)> {
     let fresh = |n: Nudge| !given.contains(&n);
     if fresh(Nudge::Described)
@@ -231,14 +124,12 @@ pub(crate) fn review(
         ));
     }
     if fresh(Nudge::Missing)
-        && let Some(path) = outputs(input).into_iter().find(|p| absent(workspace, p))
+        && let Some(path) = outputs(input).into_iter().find(|p| files.absent(p))
     {
         return Some((Nudge::Missing, path));
     }
     if fresh(Nudge::NotEmpty)
-        && let Some(path) = empties(input)
-            .into_iter()
-            .find(|p| holds_text(workspace, p))
+        && let Some(path) = empties(input).into_iter().find(|p| files.holds_text(p))
     {
         return Some((Nudge::NotEmpty, path));
     }
@@ -251,7 +142,11 @@ pub(crate) fn review(
     {
         return Some((Nudge::YesNo, String::new()));
     }
-    if fresh(Nudge::Eyeballed) && evidence.computed.is_empty() && about_workspace(input) {
+    if fresh(Nudge::Eyeballed)
+        && evidence.computed.is_empty()
+        && about_workspace(input)
+        && !asks_for_change(input)
+    {
         if asks_yes_or_no(input) {
             return Some((
                 Nudge::Eyeballed,
@@ -271,6 +166,7 @@ pub(crate) fn review(
     }
     if fresh(Nudge::Empty)
         && evidence.last_printed_nothing
+        && !evidence.last_changed
         && input.contains('?')
         && !asks_yes_or_no(input)
     {
@@ -313,7 +209,7 @@ pub(crate) fn review(
     }
     if fresh(Nudge::Unnamed) && asks_for_name(input) {
         let names = file_names(answer);
-        if names.is_empty() && !words(answer).any(|w| present(workspace, w)) {
+        if names.is_empty() && !words(answer).any(|w| files.present(w)) {
             return Some((
                 Nudge::Unnamed,
                 "The question asks for a name and your answer gives none.".to_owned(),
@@ -332,39 +228,17 @@ pub(crate) fn review(
     None
 }
 
-/// What is at `given` in the workspace, looked up beneath it without following a link (the
-/// workspace is the agent's; a link could point anywhere).
-pub(super) fn lookup(workspace: &Path, given: &str) -> Result<Metadata, WorkspaceError> {
-    let ws = Workspace::open(workspace)?;
-    ws.resolve(given).and_then(|rel| ws.metadata(&rel))
-}
-
-/// Whether `given` is certainly not in the workspace. A path that cannot be looked up safely
-/// counts as present, so it never earns a note.
-fn absent(workspace: &Path, given: &str) -> bool {
-    matches!(
-        lookup(workspace, given),
-        Err(WorkspaceError::NotFound { .. })
-    )
-}
-
-/// Whether `given` is a file in the workspace with something in it.
-pub(super) fn holds_text(workspace: &Path, given: &str) -> bool {
-    lookup(workspace, given).is_ok_and(|m| m.kind == Kind::File && m.len > 0)
-}
-
-/// Whether `given` names a file or directory in the workspace (looked up without following a
-/// link).
-fn present(workspace: &Path, given: &str) -> bool {
-    lookup(workspace, given).is_ok_and(|m| matches!(m.kind, Kind::File | Kind::Dir))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
-    fn ws() -> std::path::PathBuf {
-        std::path::PathBuf::from("/nonexistent/reef-small-tests")
+    fn ws() -> Files<'static> {
+        Files::new(Path::new("/nonexistent/reef-small-tests"), &[])
+    }
+
+    fn at(root: &Path) -> Files<'_> {
+        Files::new(root, &[])
     }
 
     fn evidence(results: &[&str]) -> Evidence {
@@ -380,12 +254,12 @@ mod tests {
         let none = Evidence::default();
         let q = "How many lines does data.csv have?";
         assert_eq!(
-            review(q, "10", &none, &[], &ws()).map(|n| n.0),
+            review(q, "10", &none, &[], ws()).map(|n| n.0),
             Some(Nudge::Unlooked)
         );
-        assert_eq!(review(q, "10", &none, &[Nudge::Unlooked], &ws()), None);
+        assert_eq!(review(q, "10", &none, &[Nudge::Unlooked], ws()), None);
         // Not about the workspace: answered as it is.
-        assert_eq!(review("What is 2+2?", "4", &none, &[], &ws()), None);
+        assert_eq!(review("What is 2+2?", "4", &none, &[], ws()), None);
         assert!(about_workspace(
             "Create the directories src/app and src/lib"
         ));
@@ -398,7 +272,7 @@ mod tests {
         let mut e = Evidence::default();
         e.record("edit_file", "{}", "old_string not found", true);
         assert_eq!(
-            review("Rename notes.md to todo.md.", "Done.", &e, &[], &ws()).map(|n| n.0),
+            review("Rename notes.md to todo.md.", "Done.", &e, &[], ws()).map(|n| n.0),
             Some(Nudge::AfterFailure)
         );
         let mut e = Evidence::default();
@@ -417,24 +291,24 @@ mod tests {
     fn numbers_and_names_must_appear_in_a_result() {
         let e = evidence(&["exit_code: 0\nstdout:\n13 data.csv\n"]);
         let q = "How many lines does data.csv have?";
-        assert_eq!(review(q, "data.csv has 13 lines.", &e, &[], &ws()), None);
-        let (nudge, detail) = review(q, "It has 10 lines.", &e, &[], &ws()).unwrap();
+        assert_eq!(review(q, "data.csv has 13 lines.", &e, &[], ws()), None);
+        let (nudge, detail) = review(q, "It has 10 lines.", &e, &[], ws()).unwrap();
         assert_eq!(nudge, Nudge::Unsupported);
         assert!(detail.contains("10"), "{detail}");
-        assert!(review(q, "It has many lines.", &e, &[], &ws()).is_some());
+        assert!(review(q, "It has many lines.", &e, &[], ws()).is_some());
         assert_eq!(
-            review(q, "It has 10 lines.", &e, &[Nudge::Unsupported], &ws()),
+            review(q, "It has 10 lines.", &e, &[Nudge::Unsupported], ws()),
             None
         );
         // A number given in the question counts as shown.
         let q = "How many of the 3 files are empty?";
-        assert_eq!(review(q, "3 of them.", &e, &[], &ws()), None);
+        assert_eq!(review(q, "3 of them.", &e, &[], ws()), None);
 
         let e = evidence(&["exit_code: 0\nstdout:\nc.txt\n"]);
         let q = "Which file mentions the word 'penguin'?";
-        assert_eq!(review(q, "c.txt mentions it.", &e, &[], &ws()), None);
+        assert_eq!(review(q, "c.txt mentions it.", &e, &[], ws()), None);
         assert_eq!(
-            review(q, "b.txt mentions it.", &e, &[], &ws()).map(|n| n.0),
+            review(q, "b.txt mentions it.", &e, &[], ws()).map(|n| n.0),
             Some(Nudge::Unnamed)
         );
     }
@@ -449,7 +323,7 @@ mod tests {
             "1 one two\n12 more words",
             false,
         );
-        let (nudge, detail) = review(q, "12", &e, &[], &ws()).unwrap();
+        let (nudge, detail) = review(q, "12", &e, &[], ws()).unwrap();
         assert_eq!(nudge, Nudge::Unsupported);
         assert!(
             detail.starts_with("No command's output shows the number 12"),
@@ -461,12 +335,12 @@ mod tests {
             "exit_code: 0\nstdout:\n11\n",
             false,
         );
-        assert_eq!(review(q, "11", &e, &[], &ws()), None);
+        assert_eq!(review(q, "11", &e, &[], ws()), None);
         // A value looked up (not counted) may come from a read.
         let q = "What is the largest number in temps.txt?";
         let mut e = Evidence::default();
         e.record("read_file", r#"{"path":"temps.txt"}"#, "3\n41\n7\n", false);
-        assert_eq!(review(q, "41", &e, &[], &ws()), None);
+        assert_eq!(review(q, "41", &e, &[], ws()), None);
     }
 
     #[test]
@@ -481,10 +355,10 @@ mod tests {
         );
         assert!(!e.changed);
         assert_eq!(
-            review(q, "The duplicates have been removed.", &e, &[], &ws()).map(|n| n.0),
+            review(q, "The duplicates have been removed.", &e, &[], ws()).map(|n| n.0),
             Some(Nudge::Unchanged)
         );
-        assert_eq!(review(q, "Done.", &e, &[Nudge::Unchanged], &ws()), None);
+        assert_eq!(review(q, "Done.", &e, &[Nudge::Unchanged], ws()), None);
         e.record(
             "shell",
             r#"{"command":"awk '!seen[$0]++' emails.txt > t && mv t emails.txt"}"#,
@@ -492,21 +366,26 @@ mod tests {
             false,
         );
         assert!(e.changed);
-        assert_eq!(review(q, "Done.", &e, &[], &ws()), None);
+        assert_eq!(review(q, "Done.", &e, &[], ws()), None);
         // A failed write changes nothing; a question asks for no change.
         let mut e = Evidence::default();
         e.record(
             "shell",
             r#"{"command":"mv a b"}"#,
-            "exit_code: 1\nstdout: (empty)",
+            "exit_code: 1\nstdout: (empty)\nstderr:\nmv: cannot stat 'a'\n",
             false,
         );
         assert!(!e.changed);
-        assert!(!asks_for_change("Which file should I move?"));
-        assert!(asks_for_change(
-            "Rename data.txt so that it has the .csv extension."
-        ));
-        assert!(!asks_for_change("Count the words of a.txt."));
+        // An append done by a command that prints nothing answers a polite question.
+        let q = "Could you append 'eggs' to shopping.txt?";
+        let mut e = Evidence::default();
+        e.record(
+            "shell",
+            r#"{"command":"echo 'eggs' >> shopping.txt"}"#,
+            "exit_code: 0\nstdout: (empty)\nstderr: (empty)\n",
+            false,
+        );
+        assert_eq!(review(q, "Appended eggs.", &e, &[], ws()), None);
     }
 
     #[test]
@@ -515,12 +394,12 @@ mod tests {
         std::fs::write(dir.path().join("Makefile"), "all:").unwrap();
         let e = evidence(&["exit_code: 0\nstdout:\nDogs bark at night.\n"]);
         let q = "Which file mentions the word 'penguin'? Answer with the file name.";
-        let (nudge, detail) = review(q, "Dogs bark at night.", &e, &[], dir.path()).unwrap();
+        let (nudge, detail) = review(q, "Dogs bark at night.", &e, &[], at(dir.path())).unwrap();
         assert_eq!(nudge, Nudge::Unnamed);
         assert!(detail.contains("gives none"), "{detail}");
         // A name without an extension counts when the workspace has it.
         let e = evidence(&["exit_code: 0\nstdout:\nMakefile\n"]);
-        assert_eq!(review(q, "Makefile", &e, &[], dir.path()), None);
+        assert_eq!(review(q, "Makefile", &e, &[], at(dir.path())), None);
     }
 
     #[test]
@@ -536,15 +415,15 @@ mod tests {
         assert!(!e.last_failed, "grep says no with exit code 1");
         assert!(e.last_printed_nothing);
         let q = "Does hosts.txt contain the host 'db-7'? Answer yes or no.";
-        assert_eq!(review(q, "No.", &e, &[], &ws()), None);
+        assert_eq!(review(q, "No.", &e, &[], ws()), None);
         // A question that is not yes-or-no gets no answer from an empty output.
         let q = "What port does config.json set for the server?";
         assert_eq!(
-            review(q, "No port is set.", &e, &[], &ws()).map(|n| n.0),
+            review(q, "No port is set.", &e, &[], ws()).map(|n| n.0),
             Some(Nudge::Empty)
         );
         assert_eq!(
-            review(q, "No port is set.", &e, &[Nudge::Empty], &ws()),
+            review(q, "No port is set.", &e, &[Nudge::Empty], ws()),
             None
         );
         // Exit code 1 with an error message is a failure.
@@ -569,14 +448,14 @@ mod tests {
             false,
         );
         assert_eq!(
-            review(q, "Yes", &e, &[], &ws()).map(|n| n.0),
+            review(q, "Yes", &e, &[], ws()).map(|n| n.0),
             Some(Nudge::Eyeballed)
         );
         assert!(Nudge::Eyeballed.requires_call());
-        assert_eq!(review(q, "Yes", &e, &[Nudge::Eyeballed], &ws()), None);
+        assert_eq!(review(q, "Yes", &e, &[Nudge::Eyeballed], ws()), None);
         // A line by its number is printed, not counted off a read.
         let q = "What is written on line 3 of list.txt?";
-        let (nudge, detail) = review(q, "delta", &e, &[], &ws()).unwrap();
+        let (nudge, detail) = review(q, "delta", &e, &[], ws()).unwrap();
         assert_eq!(nudge, Nudge::Eyeballed);
         assert!(detail.starts_with("sed -n '3p' FILE"), "{detail}");
         // After a command, the answer stands on its result.
@@ -586,7 +465,7 @@ mod tests {
             "exit_code: 0\nstdout:\ncharlie\n",
             false,
         );
-        assert_eq!(review(q, "charlie", &e, &[], &ws()), None);
+        assert_eq!(review(q, "charlie", &e, &[], ws()), None);
     }
 
     #[test]
@@ -603,14 +482,17 @@ mod tests {
         );
         let q = "Create the directories src/app and src/lib, and an empty file src/app/main.rs.";
         assert_eq!(
-            review(q, "Done.", &e, &[], dir.path()),
+            review(q, "Done.", &e, &[], at(dir.path())),
             Some((Nudge::NotEmpty, "src/app/main.rs".to_owned()))
         );
         std::fs::write(dir.path().join("src/app/main.rs"), "").unwrap();
-        assert_eq!(review(q, "Done.", &e, &[], dir.path()), None);
-        assert_eq!(
-            empties("Make empty.txt, then an empty notes.md."),
-            ["notes.md"]
+        assert_eq!(review(q, "Done.", &e, &[], at(dir.path())), None);
+        // A question about an empty file asks for nothing to be emptied.
+        std::fs::write(dir.path().join("a.txt"), "text").unwrap();
+        let q = "Which file is empty: a.txt or src/app/main.rs?";
+        assert_ne!(
+            review(q, "src/app/main.rs", &e, &[], at(dir.path())).map(|n| n.0),
+            Some(Nudge::NotEmpty)
         );
     }
 
@@ -620,7 +502,7 @@ mod tests {
         let mut e = evidence(&["exit_code: 0\nstdout:\n7 words.txt\n"]);
         let q = "Count the lines of words.txt and write that number to count.txt.";
         assert_eq!(
-            review(q, "It has 7 lines.", &e, &[], dir.path()),
+            review(q, "It has 7 lines.", &e, &[], at(dir.path())),
             Some((Nudge::Missing, "count.txt".to_owned()))
         );
         std::fs::write(dir.path().join("count.txt"), "7").unwrap();
@@ -630,15 +512,15 @@ mod tests {
             "wrote 1 byte",
             false,
         );
-        assert_eq!(review(q, "Done.", &e, &[], dir.path()), None);
+        assert_eq!(review(q, "Done.", &e, &[], at(dir.path())), None);
         // Not looked up through a link the agent planted.
         let outside = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
         let q = "Write the count to out/count.txt.";
         // Positive control: through the link the file is missing, which would earn a note.
         assert!(dir.path().join("out/count.txt").symlink_metadata().is_err());
-        assert!(!absent(dir.path(), "out/count.txt"));
-        assert_eq!(review(q, "Done.", &e, &[], dir.path()), None);
+        assert!(!at(dir.path()).absent("out/count.txt"));
+        assert_eq!(review(q, "Done.", &e, &[], at(dir.path())), None);
         assert_eq!(outputs("Rename notes.md to todo.md."), ["todo.md"]);
         assert!(outputs("Copy ../x.txt to /etc/y.txt").is_empty());
     }
@@ -652,7 +534,7 @@ mod tests {
             answer,
             &Evidence::default(),
             &[],
-            &ws(),
+            ws(),
         )
         .unwrap();
         assert_eq!(nudge, Nudge::Described);
@@ -671,10 +553,10 @@ mod tests {
         let e = evidence(&["exit_code: 0\nstdout:\nweb-1\n"]);
         let q = "Does hosts.txt contain db-7? Answer yes or no.";
         assert_eq!(
-            review(q, "web-1", &e, &[], &ws()).map(|n| n.0),
+            review(q, "web-1", &e, &[], ws()).map(|n| n.0),
             Some(Nudge::YesNo)
         );
         assert!(!Nudge::YesNo.requires_call());
-        assert_eq!(review(q, "No.", &e, &[], &ws()), None);
+        assert_eq!(review(q, "No.", &e, &[], ws()), None);
     }
 }

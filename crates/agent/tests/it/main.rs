@@ -38,6 +38,7 @@ pub(crate) fn options(workspace: &Path) -> SessionOptions {
         compaction: reef_core::CompactionStrategy::Summarize,
         keep_recent_turns: 4,
         profile: reef_core::AgentProfile::Auto,
+        hidden: Vec::new(),
     }
 }
 

@@ -3,6 +3,7 @@
 //! agent did against the task's expectations.
 
 use crate::exit::Exit;
+use reef_workspace::{Kind, Workspace, WorkspaceError};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Component, Path};
@@ -130,19 +131,32 @@ pub fn check(task: &Task, workspace: &Path, answer: &str) -> Vec<String> {
             failed.push(format!("the answer does not say `{word}`"));
         }
     }
-    let read = |path: &str| std::fs::read_to_string(workspace.join(path));
+    // The agent had the workspace: what it left is looked at without following a link.
+    let ws = match Workspace::open(workspace) {
+        Ok(ws) => ws,
+        Err(err) => return vec![format!("the workspace cannot be opened: {err}")],
+    };
+    let read = |path: &str| {
+        ws.resolve(path)
+            .and_then(|rel| ws.read(&rel, CHECK_CAP))
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+    };
+    let unreadable = |path: &str, err: WorkspaceError| match err {
+        WorkspaceError::NotFound { .. } => format!("{path} is missing"),
+        other => format!("{path} cannot be read: {other}"),
+    };
     for (path, want) in &task.expect {
         match read(path) {
             Ok(got) if got.trim_end() == want.trim_end() => {}
             Ok(got) => failed.push(format!("{path} holds {:?}, not {want:?}", clip(&got))),
-            Err(_) => failed.push(format!("{path} is missing")),
+            Err(err) => failed.push(unreadable(path, err)),
         }
     }
     for (path, want) in &task.expect_contains {
         match read(path) {
             Ok(got) if got.contains(want.as_str()) => {}
             Ok(_) => failed.push(format!("{path} does not contain {want:?}")),
-            Err(_) => failed.push(format!("{path} is missing")),
+            Err(err) => failed.push(unreadable(path, err)),
         }
     }
     for (path, want) in &task.expect_json {
@@ -151,21 +165,25 @@ pub fn check(task: &Task, workspace: &Path, answer: &str) -> Vec<String> {
             Ok(Ok(got)) if got == want => {}
             Ok(Ok(got)) => failed.push(format!("{path} holds {got}, not {want}")),
             Ok(Err(_)) => failed.push(format!("{path} is not JSON")),
-            Err(_) => failed.push(format!("{path} is missing")),
+            Err(err) => failed.push(unreadable(path, err)),
         }
     }
+    let metadata = |path: &str| ws.resolve(path).and_then(|rel| ws.metadata(&rel));
     for dir in &task.dirs {
-        if !workspace.join(dir).is_dir() {
+        if !metadata(dir).is_ok_and(|m| m.kind == Kind::Dir) {
             failed.push(format!("directory {dir} is missing"));
         }
     }
     for path in &task.absent {
-        if std::fs::symlink_metadata(workspace.join(path)).is_ok() {
+        if !matches!(metadata(path), Err(WorkspaceError::NotFound { .. })) {
             failed.push(format!("{path} still exists"));
         }
     }
     failed
 }
+
+/// The most of a file a check reads.
+const CHECK_CAP: u64 = 1 << 20;
 
 /// Whether `text` contains `word` (case-insensitive) with no letter or digit on either side.
 fn has_word(text: &str, word: &str) -> bool {
@@ -264,5 +282,45 @@ mod tests {
         assert_eq!(check(&tasks[0], ws, "it is 7"), vec!["gone still exists"]);
         std::fs::remove_file(ws.join("gone")).unwrap();
         assert!(check(&tasks[0], ws, "it is 7").is_empty());
+    }
+
+    #[test]
+    fn checks_do_not_follow_links_the_agent_left() {
+        let tasks = parse(
+            "[[task]]\nname = \"t\"\nprompt = \"p\"\nexpect = { \"a.txt\" = \"secret\" }\n\
+             dirs = [\"d\"]\n",
+            "s",
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("key"), "secret").unwrap();
+        let ws = dir.path();
+        std::os::unix::fs::symlink(outside.path().join("key"), ws.join("a.txt")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.join("d")).unwrap();
+        // Positive control: through the links, both checks would pass.
+        assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "secret");
+        assert!(ws.join("d").is_dir());
+        let failed = check(&tasks[0], ws, "");
+        assert_eq!(failed.len(), 2, "{failed:?}");
+        assert!(failed[0].starts_with("a.txt cannot be read"), "{failed:?}");
+        assert!(
+            !failed[0].contains("holds"),
+            "the link's target is not quoted"
+        );
+        assert_eq!(failed[1], "directory d is missing");
+    }
+
+    #[test]
+    fn the_held_out_suite_parses() {
+        let text = include_str!("../../data/agent-suite-heldout.toml");
+        let tasks = parse(text, "held-out suite").unwrap();
+        assert_eq!(tasks.len(), 20);
+        let builtin: HashSet<String> = parse(BUILTIN, "built-in suite")
+            .unwrap()
+            .into_iter()
+            .map(|t| t.prompt)
+            .collect();
+        assert!(tasks.iter().all(|t| !builtin.contains(&t.prompt)));
     }
 }
