@@ -214,15 +214,18 @@ mod tests {
     fn replacing_a_file_not_read_is_refused_once() {
         let dir = workspace();
         let input = "Add the line 'eggs' at the end of shopping.txt.";
+        let write_to = |task: &str, e: &Evidence| {
+            guard(
+                "write_file",
+                &write("shopping.txt"),
+                task,
+                e,
+                at(dir.path()),
+            )
+        };
         let mut e = Evidence::default();
-        let refusal = guard(
-            "write_file",
-            &write("shopping.txt"),
-            input,
-            &e,
-            at(dir.path()),
-        )
-        .unwrap();
+        let refusal = write_to(input, &e).unwrap();
+        assert_eq!(refusal.kind, RefusalKind::Overwrite);
         assert_eq!(refusal.path, "shopping.txt");
         assert!(
             refusal
@@ -231,14 +234,7 @@ mod tests {
             "{}",
             refusal.message
         );
-        let replace = guard(
-            "write_file",
-            &write("shopping.txt"),
-            "Replace shopping.txt with x.",
-            &e,
-            at(dir.path()),
-        )
-        .unwrap();
+        let replace = write_to("Replace shopping.txt with x.", &e).unwrap();
         assert!(
             replace.message.contains("Read it first with read_file"),
             "{}",
@@ -246,52 +242,16 @@ mod tests {
         );
         // Refused once: the same write again goes through.
         e.refuse(refusal.path);
-        assert_eq!(
-            guard(
-                "write_file",
-                &write("shopping.txt"),
-                input,
-                &e,
-                at(dir.path())
-            ),
-            None
-        );
+        assert_eq!(write_to(input, &e), None);
         // Once read, the write is the model's informed choice.
         let mut e = Evidence::default();
-        e.record(
-            "read_file",
-            r#"{"path":"shopping.txt"}"#,
-            "bread\nmilk\n",
-            false,
-        );
-        assert_eq!(
-            guard(
-                "write_file",
-                &write("shopping.txt"),
-                input,
-                &e,
-                at(dir.path())
-            ),
-            None
-        );
+        e.record("read_file", r#"{"path":"shopping.txt"}"#, "bread\n", false);
+        assert_eq!(write_to(input, &e), None);
         // A file the model wrote itself earlier in the turn counts as seen.
         let mut e = Evidence::default();
-        e.record(
-            "shell",
-            r#"{"command":"sort x > shopping.txt"}"#,
-            "exit_code: 0",
-            false,
-        );
-        assert_eq!(
-            guard(
-                "write_file",
-                &write("shopping.txt"),
-                input,
-                &e,
-                at(dir.path())
-            ),
-            None
-        );
+        let ok = "exit_code: 0\nstdout: (empty)\nstderr: (empty)\n";
+        e.record("shell", r#"{"command":"sort x > shopping.txt"}"#, ok, false);
+        assert_eq!(write_to(input, &e), None);
     }
 
     #[test]
@@ -336,6 +296,12 @@ mod tests {
         let mut e = Evidence::default();
         // part2.txt does not exist: only the file that holds text is named as unread.
         let refusal = guard("write_file", &write("all.txt"), input, &e, at(dir.path())).unwrap();
+        assert_eq!(
+            refusal.kind,
+            RefusalKind::Unread {
+                sources: vec!["part1.txt".to_owned()]
+            }
+        );
         assert!(
             refusal.message.contains("names part1.txt, which"),
             "{}",
