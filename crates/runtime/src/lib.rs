@@ -12,6 +12,7 @@ mod expiry;
 mod gate;
 mod kernel;
 mod messaging;
+pub mod operator;
 mod questions;
 mod templates;
 mod tools;

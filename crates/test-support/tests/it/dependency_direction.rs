@@ -23,6 +23,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
         ("reef-security", Some(&["reef-core"][..])),
         ("reef-store", Some(&["reef-core"][..])),
         ("reef-workspace", Some(&[][..])),
+        ("reef-channels", Some(&["reef-core", "reef-config"][..])),
         (
             "reef-tools",
             Some(
