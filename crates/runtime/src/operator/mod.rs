@@ -4,5 +4,7 @@
 //! in one line, what was wrong with it.
 
 mod parse;
+mod spec;
 
-pub use parse::{COMMANDS, Command, CommandSpec, DEFAULT_LOG_LINES, MAX_LOG_LINES, UsageError};
+pub use parse::{Command, DEFAULT_LOG_LINES, MAX_LOG_LINES, UsageError};
+pub use spec::{COMMANDS, CommandSpec};
