@@ -7,6 +7,7 @@
 //! (`sandbox.*`, `providers.*`, …) unless the user trusted its exact bytes with `reef trust`.
 
 mod agent;
+mod channels;
 mod daemon;
 mod error;
 mod layers;
@@ -22,6 +23,7 @@ mod trust;
 mod windows;
 
 pub use agent::AgentConfig;
+pub use channels::{ChannelConfig, ChannelKind, IrcConfig, valid_nick};
 pub use daemon::{ApprovalsConfig, DaemonConfig};
 pub use error::ConfigError;
 pub use layers::{LoadOptions, Origin};

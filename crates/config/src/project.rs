@@ -10,7 +10,7 @@ use std::path::Path;
 pub(crate) const MAX_PROJECT_FILE: u64 = 1024 * 1024;
 
 /// Key families a project file may set only when trusted: (prefix, shown as, why).
-const RESTRICTED: [(&str, &str, &str); 9] = [
+const RESTRICTED: [(&str, &str, &str); 11] = [
     (
         "prices",
         "prices.*",
@@ -47,6 +47,16 @@ const RESTRICTED: [(&str, &str, &str); 9] = [
         "daemon",
         "daemon.*",
         "it could change where the daemon listens",
+    ),
+    (
+        "channels",
+        "channels.*",
+        "it could connect your agents to another server",
+    ),
+    (
+        "operators",
+        "operators.*",
+        "it could let anyone run operator commands",
     ),
 ];
 

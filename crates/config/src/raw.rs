@@ -23,6 +23,11 @@ pub(crate) struct ConfigToml {
     pub memory: Option<crate::memory::MemoryToml>,
     #[serde(default)]
     pub secrets: BTreeMap<String, SecretToml>,
+    #[serde(default)]
+    pub channels: BTreeMap<String, crate::channels::ChannelToml>,
+    /// `[operators] CHANNEL = ["nick!user@host", …]`.
+    #[serde(default)]
+    pub operators: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -100,6 +100,8 @@ pub struct Config {
     pub implicit_local: bool,
     /// `[secrets.NAME]`, sorted by name: where each value lives, never the value.
     pub secrets: Vec<reef_core::SecretSpec>,
+    /// `[channels.NAME]` with their `[operators]`, by name.
+    pub channels: BTreeMap<String, crate::channels::ChannelConfig>,
     /// Config files that were found and read, lowest precedence first.
     pub files: Vec<PathBuf>,
     entries: Vec<ConfigEntry>,
@@ -206,6 +208,8 @@ impl Config {
         let daemon = crate::daemon::resolve(parsed.daemon.unwrap_or_default(), &origin_of)?;
         let approvals = crate::daemon::resolve_approvals(parsed.approvals.unwrap_or_default());
         let secrets = secrets::resolve(parsed.secrets, &opts.home, &origin_of)?;
+        let channels =
+            crate::channels::resolve(parsed.channels, parsed.operators, &secrets, &origin_of)?;
         let agent =
             crate::agent::resolve(parsed.agent.unwrap_or_default(), &providers, &origin_of)?;
         let tools = parsed.tools.unwrap_or_default();
@@ -248,6 +252,7 @@ impl Config {
             memory,
             implicit_local,
             secrets,
+            channels,
             files: merged.files,
             entries: Vec::new(),
         };

@@ -2,6 +2,7 @@
 //! windows and compaction settings.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
+mod channels;
 mod context;
 mod errors;
 mod layering;

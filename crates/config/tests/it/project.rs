@@ -6,7 +6,7 @@ use reef_config::{ConfigError, Origin, SandboxBackendName, TrustStatus};
 use std::path::Path;
 
 /// Every refused family, with a project file setting it and the key the error must name.
-const REFUSED: [(&str, &str); 12] = [
+const REFUSED: [(&str, &str); 14] = [
     ("[sandbox]\nbackend = \"none\"\n", "sandbox.backend"),
     ("[sandbox]\nwritable = [\"/\"]\n", "sandbox.writable"),
     ("[sandbox]\nnetwork = \"full\"\n", "sandbox.network"),
@@ -34,6 +34,11 @@ const REFUSED: [(&str, &str); 12] = [
         "[prices.\"m\"]\ninput = 0.0\noutput = 0.0\n",
         "prices.m.input",
     ),
+    (
+        "[channels.irc]\ntype = \"irc\"\nserver = \"attacker.example:6667\"\n",
+        "channels.irc.server",
+    ),
+    ("[operators]\nirc = [\"*!*@*\"]\n", "operators.irc"),
 ];
 
 fn project_file(fx: &Fixture) -> std::path::PathBuf {

@@ -1,0 +1,271 @@
+//! `[channels.NAME]` and `[operators]`: the doors agents are reached through (IRC first) and,
+//! per channel, who may run operator commands on it.
+
+use crate::error::ConfigError;
+use reef_core::SecretSpec;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChannelToml {
+    /// Which channel this is (`irc`); the table's own name is free.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub enabled: Option<bool>,
+    pub server: Option<String>,
+    pub tls: Option<bool>,
+    pub nick: Option<String>,
+    pub control: Option<String>,
+    pub room: Option<String>,
+    /// A `[secrets]` name: the password for SASL PLAIN.
+    pub sasl_secret: Option<String>,
+    /// A `[secrets]` name: the password sent to NickServ after connecting.
+    pub nickserv_secret: Option<String>,
+    pub flood_burst: Option<u32>,
+    pub flood_interval_ms: Option<u64>,
+}
+
+/// One configured channel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelConfig {
+    /// The table's name (`[channels.NAME]`).
+    pub name: String,
+    pub enabled: bool,
+    pub kind: ChannelKind,
+    /// `[operators] NAME = [...]`: identities allowed to run operator commands here (IRC
+    /// `nick!user@host` masks).
+    pub operators: Vec<String>,
+}
+
+/// Which channel, with its own settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChannelKind {
+    Irc(IrcConfig),
+}
+
+/// An IRC connection: the overseer's nick in `control`, agents as their own nicks in `room`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IrcConfig {
+    pub host: String,
+    pub port: u16,
+    pub tls: bool,
+    pub nick: String,
+    pub control: String,
+    pub room: String,
+    pub sasl_secret: Option<String>,
+    pub nickserv_secret: Option<String>,
+    /// Flood control: lines sent at once before the pace applies, and one line per
+    /// `flood_interval_ms` after that.
+    pub flood_burst: u32,
+    pub flood_interval_ms: u64,
+}
+
+/// The channel types reef knows.
+const KINDS: &[&str] = &["irc"];
+
+pub(crate) fn resolve(
+    raw: BTreeMap<String, ChannelToml>,
+    mut operators: BTreeMap<String, Vec<String>>,
+    secrets: &[SecretSpec],
+    origin_of: &dyn Fn(&str) -> String,
+) -> Result<BTreeMap<String, ChannelConfig>, ConfigError> {
+    let invalid = |key: String, message: String| ConfigError::Invalid {
+        origin: origin_of(&key),
+        key,
+        message,
+    };
+    if let Some(name) = operators.keys().find(|n| !raw.contains_key(*n)) {
+        return Err(invalid(
+            format!("operators.{name}"),
+            format!("names channel `{name}`, but no [channels.{name}] is defined"),
+        ));
+    }
+    let mut channels = BTreeMap::new();
+    for (name, table) in raw {
+        let key = |field: &str| format!("channels.{name}.{field}");
+        let kind = table.kind.as_deref().ok_or_else(|| {
+            invalid(
+                key("type"),
+                format!("missing; expected one of: {}", KINDS.join(", ")),
+            )
+        })?;
+        let kind = match kind {
+            "irc" => ChannelKind::Irc(resolve_irc(&table, &key, secrets, &invalid)?),
+            other => {
+                return Err(invalid(
+                    key("type"),
+                    format!(
+                        "unknown channel type `{other}` (expected one of: {})",
+                        KINDS.join(", ")
+                    ),
+                ));
+            }
+        };
+        let operators = operators.remove(&name).unwrap_or_default();
+        if let Some(mask) = operators.iter().find(|m| !valid_mask(m)) {
+            return Err(invalid(
+                format!("operators.{name}"),
+                format!("`{mask}` is not a nick!user@host mask (like alice!*@*)"),
+            ));
+        }
+        channels.insert(
+            name.clone(),
+            ChannelConfig {
+                name,
+                enabled: table.enabled.unwrap_or(true),
+                kind,
+                operators,
+            },
+        );
+    }
+    Ok(channels)
+}
+
+fn resolve_irc(
+    table: &ChannelToml,
+    key: &dyn Fn(&str) -> String,
+    secrets: &[SecretSpec],
+    invalid: &dyn Fn(String, String) -> ConfigError,
+) -> Result<IrcConfig, ConfigError> {
+    let tls = table.tls.unwrap_or(false);
+    let server = table
+        .server
+        .as_deref()
+        .ok_or_else(|| invalid(key("server"), "missing; e.g. \"127.0.0.1:6667\"".into()))?;
+    let (host, port) = match server.rsplit_once(':') {
+        Some((host, port)) => {
+            let port = port.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
+                invalid(
+                    key("server"),
+                    format!("`{port}` is not a port (1 to 65535) in {server:?}"),
+                )
+            })?;
+            (host, port)
+        }
+        // The IANA ports: 6697 for IRC over TLS, 6667 in the clear.
+        None => (server, if tls { 6697 } else { 6667 }),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() || host.contains(char::is_whitespace) {
+        return Err(invalid(key("server"), format!("{server:?} names no host")));
+    }
+    let nick = table.nick.clone().unwrap_or_else(|| "overseer".into());
+    if !valid_nick(&nick) {
+        return Err(invalid(
+            key("nick"),
+            format!(
+                "`{nick}` is not an IRC nick (1 to 30 letters, digits or `-[]\\^_`|{{}}`, not \
+                 starting with a digit or `-`)"
+            ),
+        ));
+    }
+    let room_of = |field: &str, value: &Option<String>, default: &str| {
+        let room = value.clone().unwrap_or_else(|| default.into());
+        if valid_channel(&room) {
+            Ok(room)
+        } else {
+            Err(invalid(
+                key(field),
+                format!(
+                    "`{room}` is not an IRC channel (`#` or `&` and up to 49 more characters, \
+                     no space, comma or control character)"
+                ),
+            ))
+        }
+    };
+    let control = room_of("control", &table.control, "#control")?;
+    let room = room_of("room", &table.room, "#agents")?;
+    for (field, secret) in [
+        ("sasl_secret", &table.sasl_secret),
+        ("nickserv_secret", &table.nickserv_secret),
+    ] {
+        if let Some(name) = secret
+            && !secrets.iter().any(|s| &s.name == name)
+        {
+            return Err(invalid(
+                key(field),
+                format!("names secret `{name}`, but no [secrets.{name}] is defined"),
+            ));
+        }
+    }
+    // RFC 1459's rule of thumb: a burst of 5 lines, then one every 2 seconds.
+    let flood_burst = table.flood_burst.unwrap_or(5);
+    if flood_burst == 0 {
+        return Err(invalid(key("flood_burst"), "must be at least 1".into()));
+    }
+    let flood_interval_ms = table.flood_interval_ms.unwrap_or(2000);
+    if !(100..=60_000).contains(&flood_interval_ms) {
+        return Err(invalid(
+            key("flood_interval_ms"),
+            "must be between 100 and 60000".into(),
+        ));
+    }
+    Ok(IrcConfig {
+        host: host.to_owned(),
+        port,
+        tls,
+        nick,
+        control,
+        room,
+        sasl_secret: table.sasl_secret.clone(),
+        nickserv_secret: table.nickserv_secret.clone(),
+        flood_burst,
+        flood_interval_ms,
+    })
+}
+
+/// An IRC nick: a letter or one of `[]\^_`{|}` first, then those, digits and `-`; at most 30.
+pub fn valid_nick(nick: &str) -> bool {
+    let special = |c: char| "[]\\^_`{|}".contains(c);
+    let mut chars = nick.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || special(c))
+        && chars.all(|c| c.is_ascii_alphanumeric() || special(c) || c == '-')
+        && nick.len() <= 30
+}
+
+/// An IRC channel name: `#` or `&`, then up to 49 characters with no space, comma, BEL or
+/// other control character.
+fn valid_channel(name: &str) -> bool {
+    (name.starts_with('#') || name.starts_with('&'))
+        && (2..=50).contains(&name.len())
+        && !name.chars().any(|c| c == ' ' || c == ',' || c.is_control())
+}
+
+/// A `nick!user@host` mask: each part non-empty, no spaces.
+fn valid_mask(mask: &str) -> bool {
+    let Some((nick, rest)) = mask.split_once('!') else {
+        return false;
+    };
+    let Some((user, host)) = rest.split_once('@') else {
+        return false;
+    };
+    [nick, user, host]
+        .iter()
+        .all(|p| !p.is_empty() && !p.contains(char::is_whitespace))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nicks_channels_and_masks() {
+        for nick in ["overseer", "ada", "a[bot]", "x-1", "_x"] {
+            assert!(valid_nick(nick), "{nick}");
+        }
+        for nick in ["", "1ada", "-ada", "a b", "a.b", &"x".repeat(31)] {
+            assert!(!valid_nick(nick), "{nick}");
+        }
+        assert!(valid_channel("#agents") && valid_channel("&local"));
+        for name in ["agents", "#", "#a b", "#a,b", "#a\x07"] {
+            assert!(!valid_channel(name), "{name:?}");
+        }
+        assert!(valid_mask("alice!*@*") && valid_mask("*!*@*.example.org"));
+        for mask in ["alice", "alice!*", "!x@y", "a!b@", "a !b@c"] {
+            assert!(!valid_mask(mask), "{mask}");
+        }
+    }
+}
