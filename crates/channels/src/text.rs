@@ -1,14 +1,15 @@
 //! Text rules every channel shares: a reply longer than the channel allows is split on line,
 //! then word, then character boundaries; inbound text is made safe before a model sees it.
 
-/// `text` in pieces of at most `max_bytes` bytes each: one piece per line, a line longer
-/// than that split between words, a word longer than that split between characters (never
-/// inside one). Blank lines are left out, as no channel sends an empty message. A `max_bytes`
-/// below 4 is taken as 4, the longest UTF-8 character.
+/// `text` in pieces of at most `max_bytes` bytes each: one piece per line (a CR ends one as
+/// LF does, so no piece holds either), a line longer than that split between words, a word
+/// longer than that split between characters (never inside one). Blank lines are left out, as
+/// no channel sends an empty message. A `max_bytes` below 4 is taken as 4, the longest UTF-8
+/// character; a caller whose budget can be that small must check it first.
 pub fn split(text: &str, max_bytes: usize) -> Vec<String> {
     let max = max_bytes.max(4);
     let mut pieces = Vec::new();
-    for line in text.lines() {
+    for line in text.split(['\r', '\n']) {
         let line = line.trim_end();
         if line.trim().is_empty() {
             continue;
@@ -23,9 +24,10 @@ pub fn split(text: &str, max_bytes: usize) -> Vec<String> {
                 current.push_str(word);
                 continue;
             }
-            if !current.is_empty() {
+            if !current.trim().is_empty() {
                 pieces.push(std::mem::take(&mut current));
             }
+            current.clear();
             let mut rest = word;
             while rest.len() > max {
                 let cut = floor_char_boundary(rest, max);
@@ -60,11 +62,15 @@ pub struct Sanitized {
     pub changed: bool,
 }
 
-/// `bytes` from a channel made safe: invalid UTF-8 replaced by U+FFFD, IRC's formatting
+/// `bytes` from a channel made safe: invalid UTF-8 replaced by U+FFFD; IRC's formatting
 /// codes removed with their arguments (colour `\x03` takes up to two digits for the
-/// foreground and, after a comma, two for the background), and every other control
-/// character but tab removed (CR and LF included: one inbound message is one line of the
-/// protocol, and a newline the model saw would be one the sender did not send).
+/// foreground and, after a comma, two for the background); every other control character
+/// but tab removed (CR and LF included: one inbound message is one line of the protocol, and
+/// a newline the model saw would be one the sender did not send), and the Unicode line and
+/// paragraph separators turned into spaces for the same reason; and the invisible format
+/// characters removed (zero-width spaces, bidirectional controls, the tag block), which could
+/// carry words a model reads and a person reviewing the log does not see. The zero-width
+/// joiner and non-joiner stay: scripts and emoji need them.
 pub fn sanitize(bytes: &[u8]) -> Sanitized {
     let lossy = String::from_utf8_lossy(bytes);
     let mut changed = matches!(lossy, std::borrow::Cow::Owned(_));
@@ -83,13 +89,32 @@ pub fn sanitize(bytes: &[u8]) -> Sanitized {
                 chars.next();
                 skip_digits(&mut chars);
             }
-        } else if c.is_control() && c != '\t' {
+        } else if (c.is_control() && c != '\t') || invisible(c) {
             changed = true;
+        } else if matches!(c, '\u{2028}' | '\u{2029}') {
+            changed = true;
+            text.push(' ');
         } else {
             text.push(c);
         }
     }
     Sanitized { text, changed }
+}
+
+/// Whether `c` is an invisible format character (Unicode category Cf) a sender has no honest
+/// use for in a chat line: soft hyphen, Arabic letter mark, zero-width space, direction marks
+/// and overrides, word joiner and invisible operators, byte-order mark, the tag block.
+fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}'
+        | '\u{061C}'
+        | '\u{200B}'
+        | '\u{200E}'..='\u{200F}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{2069}'
+        | '\u{FEFF}'
+        | '\u{E0000}'..='\u{E007F}')
 }
 
 /// Skips up to two ASCII digits (one colour number of IRC's `\x03` code); returns how many.
@@ -123,6 +148,12 @@ mod tests {
             assert_eq!(joined.replace(' ', ""), expected, "nothing lost at {max}");
         }
         assert!(split("", 10).is_empty());
+        assert_eq!(
+            split("a\rQUIT :x", 100),
+            ["a", "QUIT :x"],
+            "a CR ends a piece"
+        );
+        assert_eq!(split("\t \t", 100), Vec::<String>::new());
         assert_eq!(split("🐠", 1), ["🐠"], "a limit below 4 is taken as 4");
     }
 
@@ -143,5 +174,15 @@ mod tests {
             "a comma without a colour stays"
         );
         assert_eq!(sanitize(b"tab\there").text, "tab\there");
+        assert_eq!(sanitize(b"end\x03").text, "end");
+        assert_eq!(sanitize(b"\x031,x").text, ",x");
+        let hidden = sanitize("pay\u{200B}ment \u{202E}txt.exe \u{E0041}\u{E0042}ok".as_bytes());
+        assert_eq!(hidden.text, "payment txt.exe ok");
+        assert!(hidden.changed);
+        let lines = sanitize("one\u{2028}two\u{2029}three\u{85}four".as_bytes());
+        assert_eq!(lines.text, "one two threefour");
+        // Joiners stay: a family emoji is one with them.
+        let family = "👩\u{200D}👩\u{200D}👧";
+        assert_eq!(sanitize(family.as_bytes()).text, family);
     }
 }

@@ -133,21 +133,45 @@ fn resolve_irc(
         .server
         .as_deref()
         .ok_or_else(|| invalid(key("server"), "missing; e.g. \"127.0.0.1:6667\"".into()))?;
-    let (host, port) = match server.rsplit_once(':') {
-        Some((host, port)) => {
-            let port = port.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
-                invalid(
-                    key("server"),
-                    format!("`{port}` is not a port (1 to 65535) in {server:?}"),
-                )
-            })?;
-            (host, port)
-        }
-        // The IANA ports: 6697 for IRC over TLS, 6667 in the clear.
-        None => (server, if tls { 6697 } else { 6667 }),
+    // The IANA ports: 6697 for IRC over TLS, 6667 in the clear.
+    let default_port = if tls { 6697 } else { 6667 };
+    let bad_port = |port: &str| {
+        invalid(
+            key("server"),
+            format!("`{port}` is not a port (1 to 65535) in {server:?}"),
+        )
     };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    if host.is_empty() || host.contains(char::is_whitespace) {
+    let parse_port = |port: &str| port.parse::<u16>().ok().filter(|p| *p > 0);
+    // `[v6]`, `[v6]:port`, `host` or `host:port`; a bare IPv6 address needs its brackets.
+    let (host, port) = if let Some(bracketed) = server.strip_prefix('[') {
+        let (host, after) = bracketed
+            .split_once(']')
+            .ok_or_else(|| invalid(key("server"), format!("{server:?} opens `[` without `]`")))?;
+        match after.strip_prefix(':') {
+            None if after.is_empty() => (host, default_port),
+            Some(port) => (host, parse_port(port).ok_or_else(|| bad_port(port))?),
+            None => {
+                return Err(invalid(
+                    key("server"),
+                    format!("{server:?} is not host:port"),
+                ));
+            }
+        }
+    } else {
+        match server.split_once(':') {
+            Some((host, port)) if !port.contains(':') => {
+                (host, parse_port(port).ok_or_else(|| bad_port(port))?)
+            }
+            Some(_) => {
+                return Err(invalid(
+                    key("server"),
+                    format!("{server:?}: write an IPv6 address in brackets, e.g. \"[::1]:6667\""),
+                ));
+            }
+            None => (server, default_port),
+        }
+    };
+    if host.is_empty() || host.contains(|c: char| c.is_whitespace() || c.is_control()) {
         return Err(invalid(key("server"), format!("{server:?} names no host")));
     }
     let nick = table.nick.clone().unwrap_or_else(|| "overseer".into());
@@ -155,8 +179,8 @@ fn resolve_irc(
         return Err(invalid(
             key("nick"),
             format!(
-                "`{nick}` is not an IRC nick (1 to 30 letters, digits or `-[]\\^_`|{{}}`, not \
-                 starting with a digit or `-`)"
+                "`{nick}` is not an IRC nick (1 to 30 letters, digits, hyphens or any of \
+                 [ ] \\ ^ _ ` {{ | }}, not starting with a digit or a hyphen)"
             ),
         ));
     }
@@ -169,7 +193,7 @@ fn resolve_irc(
                 key(field),
                 format!(
                     "`{room}` is not an IRC channel (`#` or `&` and up to 49 more characters, \
-                     no space, comma or control character)"
+                     no space, comma, colon or control character)"
                 ),
             ))
         }
@@ -226,16 +250,23 @@ pub fn valid_nick(nick: &str) -> bool {
         && nick.len() <= 30
 }
 
-/// An IRC channel name: `#` or `&`, then up to 49 characters with no space, comma, BEL or
-/// other control character.
+/// An IRC channel name: `#` or `&`, then up to 49 characters with no space, comma, colon
+/// (RFC 2812 and ngircd refuse it), BEL or other control character.
 fn valid_channel(name: &str) -> bool {
     (name.starts_with('#') || name.starts_with('&'))
         && (2..=50).contains(&name.len())
-        && !name.chars().any(|c| c == ' ' || c == ',' || c.is_control())
+        && !name
+            .chars()
+            .any(|c| c == ' ' || c == ',' || c == ':' || c.is_control())
 }
 
-/// A `nick!user@host` mask: each part non-empty, no spaces.
+/// A `nick!user@host` mask: three non-empty parts of printable ASCII. The host part is what
+/// identifies a user on a server without services (anyone may take a free nick), so
+/// `alice!*@*` trusts whoever holds the nick `alice`.
 fn valid_mask(mask: &str) -> bool {
+    if !mask.chars().all(|c| c.is_ascii_graphic()) {
+        return false;
+    }
     let Some((nick, rest)) = mask.split_once('!') else {
         return false;
     };
@@ -260,11 +291,19 @@ mod tests {
             assert!(!valid_nick(nick), "{nick}");
         }
         assert!(valid_channel("#agents") && valid_channel("&local"));
-        for name in ["agents", "#", "#a b", "#a,b", "#a\x07"] {
+        for name in ["agents", "#", "#a b", "#a,b", "#a\x07", "#a:b"] {
             assert!(!valid_channel(name), "{name:?}");
         }
         assert!(valid_mask("alice!*@*") && valid_mask("*!*@*.example.org"));
-        for mask in ["alice", "alice!*", "!x@y", "a!b@", "a !b@c"] {
+        for mask in [
+            "alice",
+            "alice!*",
+            "!x@y",
+            "a!b@",
+            "a !b@c",
+            "a!b@c\x01",
+            "ä!b@c",
+        ] {
             assert!(!valid_mask(mask), "{mask}");
         }
     }

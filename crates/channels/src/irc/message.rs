@@ -1,15 +1,15 @@
 //! One IRC protocol line: an optional `:prefix`, a command and its parameters, the last of
-//! which may hold spaces. Parsing is lenient about what servers send; building is strict, so
-//! no text reef sends can end a line early and smuggle in a second command.
+//! which may hold spaces. Parsing is lenient about what servers send but refuses CR, LF and
+//! NUL inside a line; building refuses them and every other control character but IRC's
+//! formatting codes (no CTCP). The fields are private, so every `Message` came through one of
+//! the two, and [`Message::to_line`] can never end a line early or smuggle in a command.
 
 /// A parsed or built IRC message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message {
-    /// Who sent it (`nick!user@host` or a server name), without the colon.
-    pub prefix: Option<String>,
-    /// The command in upper case (`PRIVMSG`) or a three-digit reply (`001`).
-    pub command: String,
-    pub params: Vec<String>,
+    prefix: Option<String>,
+    command: String,
+    params: Vec<String>,
 }
 
 /// Why a received line is not an IRC message.
@@ -21,6 +21,8 @@ pub enum ParseError {
     NoCommand,
     #[error("the command `{0}` is neither letters nor a three-digit reply")]
     BadCommand(String),
+    #[error("a CR, LF or NUL inside the line")]
+    LineBreak,
 }
 
 /// Why a message cannot be sent as built.
@@ -28,6 +30,8 @@ pub enum ParseError {
 pub enum BuildError {
     #[error("parameter {index} holds a CR, LF or NUL, which would end the line")]
     LineBreak { index: usize },
+    #[error("parameter {index} holds a control character (CTCP's \\x01 among them)")]
+    Control { index: usize },
     #[error(
         "parameter {index} is empty, starts with `:` or holds a space, which only the last may"
     )]
@@ -47,6 +51,12 @@ impl Message {
             if param.contains(['\r', '\n', '\0']) {
                 return Err(BuildError::LineBreak { index });
             }
+            if param
+                .chars()
+                .any(|c| c.is_control() && !FORMATTING.contains(&c))
+            {
+                return Err(BuildError::Control { index });
+            }
             let last = index + 1 == params.len();
             if !last && (param.is_empty() || param.starts_with(':') || param.contains(' ')) {
                 return Err(BuildError::Middle { index });
@@ -64,6 +74,9 @@ impl Message {
     /// dropping text would be worse).
     pub fn parse(line: &str) -> Result<Self, ParseError> {
         let mut rest = line.trim_end_matches(['\r', '\n']);
+        if rest.contains(['\r', '\n', '\0']) {
+            return Err(ParseError::LineBreak);
+        }
         if let Some(tagged) = rest.strip_prefix('@') {
             rest = tagged.split_once(' ').map_or("", |(_, r)| r);
         }
@@ -126,6 +139,20 @@ impl Message {
         line
     }
 
+    /// Who sent it (`nick!user@host` or a server name), without the colon.
+    pub fn prefix(&self) -> Option<&str> {
+        self.prefix.as_deref()
+    }
+
+    /// The command in upper case (`PRIVMSG`) or a three-digit reply (`001`).
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    pub fn params(&self) -> &[String] {
+        &self.params
+    }
+
     /// The nick of the prefix (`ada` of `ada!reef@host`), if the sender is a user.
     pub fn nick(&self) -> Option<&str> {
         let prefix = self.prefix.as_deref()?;
@@ -138,6 +165,10 @@ impl Message {
         self.params.get(index).map_or("", String::as_str)
     }
 }
+
+/// IRC's formatting codes (bold, colour, reset, reverse, italic, underline), the only
+/// control characters a built parameter may hold.
+const FORMATTING: [char; 6] = ['\x02', '\x03', '\x0f', '\x16', '\x1d', '\x1f'];
 
 /// A command is letters, or a numeric reply of exactly three digits.
 fn valid_command(command: &str) -> bool {
@@ -153,31 +184,25 @@ mod tests {
     fn lines_parse_as_servers_send_them() {
         let m = Message::parse(":alice!al@example.org PRIVMSG #control :!invoke ada coder\r\n")
             .unwrap();
-        assert_eq!(m.prefix.as_deref(), Some("alice!al@example.org"));
-        assert_eq!(m.command, "PRIVMSG");
-        assert_eq!(m.params, ["#control", "!invoke ada coder"]);
+        assert_eq!(m.prefix(), Some("alice!al@example.org"));
+        assert_eq!(m.command(), "PRIVMSG");
+        assert_eq!(m.params(), ["#control", "!invoke ada coder"]);
         assert_eq!(m.nick(), Some("alice"));
 
         let ping = Message::parse("PING :irc.example.org").unwrap();
-        assert_eq!(
-            (ping.command.as_str(), ping.param(0)),
-            ("PING", "irc.example.org")
-        );
+        assert_eq!((ping.command(), ping.param(0)), ("PING", "irc.example.org"));
         assert_eq!(ping.nick(), None);
 
         let welcome = Message::parse(":srv 001 overseer :Welcome to IRC").unwrap();
-        assert_eq!(welcome.params, ["overseer", "Welcome to IRC"]);
+        assert_eq!(welcome.params(), ["overseer", "Welcome to IRC"]);
         assert_eq!(welcome.nick(), None, "a server is no user");
 
         let tagged = Message::parse("@time=2026-11-24T00:00:00Z :bob!b@h JOIN #agents").unwrap();
-        assert_eq!(
-            (tagged.command.as_str(), tagged.param(0)),
-            ("JOIN", "#agents")
-        );
+        assert_eq!((tagged.command(), tagged.param(0)), ("JOIN", "#agents"));
         let spaced = Message::parse(":a!b@c  MODE  #x  +o  a").unwrap();
-        assert_eq!(spaced.params, ["#x", "+o", "a"]);
-        assert_eq!(Message::parse("privmsg x :y").unwrap().command, "PRIVMSG");
-        assert_eq!(Message::parse("CMD a :").unwrap().params, ["a", ""]);
+        assert_eq!(spaced.params(), ["#x", "+o", "a"]);
+        assert_eq!(Message::parse("privmsg x :y").unwrap().command(), "PRIVMSG");
+        assert_eq!(Message::parse("CMD a :").unwrap().params(), ["a", ""]);
     }
 
     #[test]
@@ -190,6 +215,14 @@ mod tests {
         assert_eq!(
             Message::parse("12 x"),
             Err(ParseError::BadCommand("12".into()))
+        );
+        assert_eq!(
+            Message::parse("PRIVMSG #a :x\rQUIT"),
+            Err(ParseError::LineBreak)
+        );
+        assert_eq!(
+            Message::parse("PRIVMSG #a :x\0y"),
+            Err(ParseError::LineBreak)
         );
         assert_eq!(
             Message::parse("PRIV-MSG x"),
@@ -213,6 +246,15 @@ mod tests {
             Message::new("PRIVMSG", &["#a", "hi\r\nQUIT :bye"]),
             Err(BuildError::LineBreak { index: 1 })
         );
+        assert_eq!(
+            Message::new("PRIVMSG", &["#a", "\rQUIT"]),
+            Err(BuildError::LineBreak { index: 1 })
+        );
+        assert_eq!(
+            Message::new("PRIVMSG", &["#a", "\x01DCC SEND x 1 2 3\x01"]),
+            Err(BuildError::Control { index: 1 })
+        );
+        assert!(Message::new("PRIVMSG", &["#a", "\x02bold\x02 \x0304red"]).is_ok());
         assert_eq!(
             Message::new("PRIVMSG", &["#a b", "x"]),
             Err(BuildError::Middle { index: 0 })

@@ -1,11 +1,11 @@
 //! The IRC protocol as servers speak it (RFC 1459 and 2812, with IRCv3 message tags skipped):
-//! [`Message`] lines, `nick!user@host` [masks](mask_matches), and how much text fits in one
-//! line.
+//! [`Message`] lines, `nick!user@host` [masks](mask_matches) under the server's casemapping,
+//! and how much text fits in one line.
 
 mod mask;
 mod message;
 
-pub use mask::{eq_ignore_case, mask_matches};
+pub use mask::{Casemapping, eq_ignore_case, mask_matches};
 pub use message::{BuildError, Message, ParseError};
 
 /// The most bytes of one protocol line, CR LF included.

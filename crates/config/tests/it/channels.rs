@@ -39,6 +39,18 @@ fn an_irc_channel_takes_its_defaults() {
         load("[channels.x]\ntype = \"irc\"\nserver = \"irc.example.org\"\ntls = true\n").unwrap();
     let ChannelKind::Irc(irc) = &tls.channels["x"].kind;
     assert_eq!(irc.port, 6697, "IRC over TLS has its own port");
+    for (server, host, port) in [
+        ("[::1]:7000", "::1", 7000),
+        ("[::1]", "::1", 6667),
+        ("irc.example.org:6697", "irc.example.org", 6697),
+    ] {
+        let config = load(&format!(
+            "[channels.x]\ntype = \"irc\"\nserver = \"{server}\"\n"
+        ))
+        .unwrap();
+        let ChannelKind::Irc(irc) = &config.channels["x"].kind;
+        assert_eq!((irc.host.as_str(), irc.port), (host, port), "{server}");
+    }
     assert!(load("").unwrap().channels.is_empty());
 }
 
@@ -69,6 +81,26 @@ fn bad_channel_settings_name_the_key() {
             "[channels.irc]\ntype = \"irc\"\nserver = \":6667\"\n",
             "channels.irc.server",
             "names no host",
+        ),
+        (
+            "[channels.irc]\ntype = \"irc\"\nserver = \"2001:db8::1\"\n",
+            "channels.irc.server",
+            "IPv6 address in brackets",
+        ),
+        (
+            "[channels.irc]\ntype = \"irc\"\nserver = \"[::1\"\n",
+            "channels.irc.server",
+            "without `]`",
+        ),
+        (
+            "[channels.irc]\ntype = \"irc\"\nserver = \"h\"\ncontrol = \"#a:b\"\n",
+            "channels.irc.control",
+            "not an IRC channel",
+        ),
+        (
+            "[channels.irc]\ntype = \"irc\"\nserver = \"h\"\nnickserv_secret = \"ns\"\n",
+            "channels.irc.nickserv_secret",
+            "no [secrets.ns] is defined",
         ),
         (
             "[channels.irc]\ntype = \"irc\"\nserver = \"h\"\nnick = \"9lives\"\n",

@@ -6,5 +6,5 @@
 mod parse;
 mod spec;
 
-pub use parse::{Command, DEFAULT_LOG_LINES, MAX_LOG_LINES, UsageError};
-pub use spec::{COMMANDS, CommandSpec};
+pub use parse::{Command, DEFAULT_LOG_LINES, MAX_LOG_LINES};
+pub use spec::{COMMANDS, CommandSpec, UsageError};

@@ -1,6 +1,6 @@
 //! Reading an operator command line (`invoke ada coder write a haiku`) into a [`Command`].
 
-use super::spec::{CommandSpec, Kind, usage};
+use super::spec::{CommandSpec, Kind, UsageError, shown};
 
 /// One operator command.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,22 +65,6 @@ pub enum Command {
 pub const DEFAULT_LOG_LINES: usize = 20;
 pub const MAX_LOG_LINES: usize = 200;
 
-/// What is wrong with a command line, in one line fit to send back as the answer.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum UsageError {
-    #[error("no command given; try `help`")]
-    Empty,
-    #[error("unknown command `{0}`; try `help`")]
-    Unknown(String),
-    #[error("usage: {}", usage(.0))]
-    Usage(&'static CommandSpec),
-    #[error("{what}; usage: {}", usage(.spec))]
-    BadArgument {
-        spec: &'static CommandSpec,
-        what: String,
-    },
-}
-
 impl Command {
     /// Parses one command line, without the front end's marker (IRC's `!`). `is_template`
     /// tells whether a word names a template, so `invoke ada coder fix it` takes `coder` as
@@ -91,13 +75,15 @@ impl Command {
         if word.is_empty() {
             return Err(UsageError::Empty);
         }
-        let spec = CommandSpec::find(word).ok_or_else(|| UsageError::Unknown(word.to_owned()))?;
+        let spec = CommandSpec::find(word).ok_or_else(|| UsageError::Unknown(shown(word)))?;
         let usage = || UsageError::Usage(spec);
         let bad = |what: String| UsageError::BadArgument { spec, what };
         // The first word of the arguments, required, and what follows it.
+        // The first word of the arguments, required, and what follows it. A name or id never
+        // starts with `-`, so `destroy --purge` is missing its NAME.
         let first = |rest: &str| -> Result<(String, String), UsageError> {
             let (w, r) = split_word(rest);
-            if w.is_empty() {
+            if w.is_empty() || w.starts_with('-') {
                 return Err(usage());
             }
             Ok((w.to_owned(), r.to_owned()))
@@ -130,7 +116,8 @@ impl Command {
                 match rest.as_str() {
                     "" => Command::Destroy { name, purge: false },
                     "--purge" => Command::Destroy { name, purge: true },
-                    other => return Err(bad(format!("unknown option `{other}`"))),
+                    other if other.contains(char::is_whitespace) => return Err(usage()),
+                    other => return Err(bad(format!("unknown option `{}`", shown(other)))),
                 }
             }
             Kind::List => none(rest, Command::List)?,
@@ -150,11 +137,18 @@ impl Command {
                 let (name, rest) = first(rest)?;
                 let lines = match rest.as_str() {
                     "" => DEFAULT_LOG_LINES,
+                    n if n.contains(char::is_whitespace) => return Err(usage()),
                     n => match n.parse::<usize>() {
-                        Ok(n) if (1..=MAX_LOG_LINES).contains(&n) => n,
+                        Ok(k)
+                            if n.bytes().all(|b| b.is_ascii_digit())
+                                && (1..=MAX_LOG_LINES).contains(&k) =>
+                        {
+                            k
+                        }
                         _ => {
                             return Err(bad(format!(
-                                "N must be a number from 1 to {MAX_LOG_LINES}, not `{n}`"
+                                "N must be a number from 1 to {MAX_LOG_LINES}, not `{}`",
+                                shown(n)
                             )));
                         }
                     },
@@ -210,7 +204,7 @@ impl Command {
                     return Err(usage());
                 }
                 if !name.is_empty() && CommandSpec::find(name).is_none() {
-                    return Err(UsageError::Unknown(name.to_owned()));
+                    return Err(UsageError::Unknown(shown(name)));
                 }
                 Command::Help {
                     command: text(name.to_ascii_lowercase()),
@@ -253,6 +247,16 @@ mod tests {
                 name: "ada".into(),
                 template: None,
                 task: Some("fix   the build".into()),
+            })
+        );
+        // A task whose first word names a template takes it as the template: the front end
+        // says which template it used, so the operator sees the choice.
+        assert_eq!(
+            parse("invoke ada coder"),
+            Ok(Command::Invoke {
+                name: "ada".into(),
+                template: Some("coder".into()),
+                task: None,
             })
         );
         assert_eq!(
@@ -370,6 +374,16 @@ mod tests {
         assert_eq!(err("list all"), "`list` takes no arguments; usage: list");
         assert_eq!(err("help nuke"), "unknown command `nuke`; try `help`");
         assert_eq!(err("status a b"), "usage: status [NAME]");
+        assert_eq!(err("destroy --purge"), "usage: destroy NAME [--purge]");
+        assert_eq!(
+            err("destroy ada x\nQUIT :bye"),
+            "usage: destroy NAME [--purge]"
+        );
+        assert!(err("logs ada +5").starts_with("N must be a number"));
+        assert_eq!(err("logs ada 5 6"), "usage: logs NAME [N]");
+        assert_eq!(err("invoke -x"), "usage: invoke NAME [TEMPLATE] [task…]");
+        assert_eq!(err("nuke\x01"), "unknown command `nuke\\u{1}`; try `help`");
+        assert!(!err(&"x".repeat(500)).contains(&"x".repeat(41)));
         for line in ["invoke", "deny", "approve", "resume", "logs"] {
             assert!(err(line).starts_with("usage: "), "{line}");
         }

@@ -131,10 +131,36 @@ impl CommandSpec {
     }
 }
 
+/// What is wrong with a command line, in one line fit to send back as the answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UsageError {
+    #[error("no command given; try `help`")]
+    Empty,
+    #[error("unknown command `{0}`; try `help`")]
+    Unknown(String),
+    #[error("usage: {}", usage(.0))]
+    Usage(&'static CommandSpec),
+    #[error("{what}; usage: {}", usage(.spec))]
+    BadArgument {
+        spec: &'static CommandSpec,
+        what: String,
+    },
+}
+
+/// A word of the input as an error shows it: control characters escaped, at most 40
+/// characters, so the answer stays one line whatever the front end passed in.
+pub(super) fn shown(word: &str) -> String {
+    let escaped: String = word.escape_debug().collect();
+    match escaped.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}…", &escaped[..cut]),
+        None => escaped,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operator::{Command, UsageError};
+    use crate::operator::Command;
 
     fn parse(line: &str) -> Result<Command, UsageError> {
         Command::parse(line, |t| t == "coder")
