@@ -108,8 +108,9 @@ pub struct Session {
     pub(crate) debugger: Option<Arc<dyn Debugger>>,
     /// Time the running turn waited at stops.
     pub(crate) pauses: PauseClock,
-    /// The optional programs the small profile's recipes may name.
-    pub(crate) programs: small::Programs,
+    /// The optional programs the small profile's recipes may name, looked for the first time
+    /// a small model is offered tools (never for the standard profile).
+    pub(crate) programs: std::sync::OnceLock<small::Programs>,
 }
 
 impl Session {
@@ -158,7 +159,7 @@ impl Session {
             refused_at: None,
             debugger: None,
             pauses: PauseClock::default(),
-            programs: small::Programs::on_path(),
+            programs: std::sync::OnceLock::new(),
         }
     }
 
@@ -347,7 +348,7 @@ impl Session {
     pub(crate) fn offered_tools(&self) -> Vec<ToolSpec> {
         let specs = self.tools.specs();
         if self.small() {
-            small::tool_specs(specs, self.programs)
+            small::tool_specs(specs, *self.programs.get_or_init(small::Programs::on_path))
         } else {
             specs
         }

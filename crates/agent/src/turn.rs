@@ -168,12 +168,14 @@ impl Session {
             }
             let results = dispatch::run_calls(self, &calls, &skipped, emitter).await;
             for (call, mut message) in calls.iter().zip(results) {
-                if let Message::Tool {
-                    name,
-                    content,
-                    is_error,
-                    ..
-                } = &mut message
+                // Evidence is kept for the small profile's checks only: it copies results.
+                if small
+                    && let Message::Tool {
+                        name,
+                        content,
+                        is_error,
+                        ..
+                    } = &mut message
                 {
                     self.turn
                         .evidence
@@ -181,7 +183,7 @@ impl Session {
                     // A failed call (a command too, by its exit status) gets a hint; a
                     // refused write or a call the operator skipped says why itself.
                     let failed = self.turn.evidence.last_failed;
-                    if small && failed && !skipped.contains_key(call.id.as_str()) {
+                    if failed && !skipped.contains_key(call.id.as_str()) {
                         let hint = small::error_hint(name, content);
                         content.push('\n');
                         content.push_str(hint);
