@@ -2,9 +2,10 @@
 //!
 //! No I/O and no async runtime live here: only data types, the protocol
 //! between front ends and the turn engine, and the open traits (`ModelClient`,
-//! `Embedder`, `Tool`) that other crates implement.
+//! `Embedder`, `Tool`, `Channel`) that other crates implement.
 
 pub mod agent;
+pub mod channel;
 pub mod embed;
 pub mod ids;
 pub mod message;
@@ -16,6 +17,9 @@ pub mod usage;
 
 pub use agent::{
     AGENT_STATES, AgentState, Budget, Capabilities, DEFAULT_AGENT, InvalidTransition, QueueMode,
+};
+pub use channel::{
+    Author, Channel, ChannelError, ChannelHealth, Conversation, Inbound, Outbound, Speaker,
 };
 pub use embed::{Embedder, normalize};
 pub use ids::{AgentId, SessionId, SubmissionId, ToolCallId};

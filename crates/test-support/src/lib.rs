@@ -1,7 +1,7 @@
 //! reef-test-support: dev-only helpers for reef tests: a scripted mock LLM server speaking every
 //! wire API (OpenAI chat completions, Anthropic Messages, Ollama `/api/chat`), hermetic homes,
 //! and the programs tests run beside the crate under test (the sandbox helper, and a simulated
-//! kernel without Landlock).
+//! kernel without Landlock), and a real IRC server (ngircd) with a raw-socket client.
 //!
 //! Functions here panic (with a message) when the test environment itself is broken, e.g. a
 //! loopback port cannot be bound or a temporary directory cannot be created: that is a test
@@ -9,6 +9,7 @@
 
 mod anthropic;
 mod home;
+mod ircd;
 mod ollama;
 mod openai;
 mod programs;
@@ -17,6 +18,7 @@ mod reply;
 mod server;
 
 pub use home::TestHome;
+pub use ircd::{IrcClient, IrcLine, Ngircd};
 pub use programs::{sandbox_helper, without_landlock};
 pub use recorded::RecordedRequest;
 pub use reply::MockReply;

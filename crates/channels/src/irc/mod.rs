@@ -2,8 +2,14 @@
 //! [`Message`] lines, `nick!user@host` [masks](mask_matches) under the server's casemapping,
 //! and how much text fits in one line.
 
+mod channel;
+mod conn;
+mod flood;
 mod mask;
 mod message;
+
+pub use channel::{Credentials, IrcChannel, agent_nick};
+pub use flood::Flood;
 
 pub use mask::{Casemapping, eq_ignore_case, mask_matches};
 pub use message::{BuildError, Message, ParseError};
