@@ -84,3 +84,17 @@ async fn pump(store: Store, tx: broadcast::Sender<StoredEvent>, poke: Arc<Notify
         }
     }
 }
+
+impl crate::kernel::Runtime {
+    /// Appends an event to the history (about `agent` when given) and lets subscribers know.
+    pub async fn record_event(
+        &self,
+        kind: &str,
+        agent: Option<&reef_core::AgentId>,
+        data: serde_json::Value,
+    ) -> Result<StoredEvent, crate::RuntimeError> {
+        let event = self.store().append_event(kind, agent, data).await?;
+        self.bus().poke();
+        Ok(event)
+    }
+}

@@ -54,6 +54,7 @@ pub(crate) struct Inner {
     /// Events that could not be written to the history (logged when it happened).
     pub lost_events: AtomicU64,
     pub debuggers: crate::debug::Debuggers,
+    pub started: std::time::Instant,
 }
 
 /// What a start found and repaired.
@@ -111,6 +112,7 @@ impl Runtime {
                 background: Mutex::new(vec![pump]),
                 lost_events: AtomicU64::new(0),
                 debuggers: crate::debug::Debuggers::default(),
+                started: std::time::Instant::now(),
             }),
         };
         runtime.cancel_stale_breakpoints().await?;

@@ -46,6 +46,12 @@ pub fn timestamp_ago(ago: std::time::Duration) -> String {
     format_rfc3339_ms(then)
 }
 
+/// The store's timestamp for midnight UTC today, for "today" queries.
+pub fn start_of_today() -> String {
+    let now = OffsetDateTime::now_utc();
+    format_rfc3339_ms(now.replace_time(time::Time::MIDNIGHT))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -288,6 +288,25 @@ impl Store {
         .await
     }
 
+    /// Messages waiting in every inbox, and messages a turn is working on.
+    pub async fn inbox_counts(&self) -> Result<(u64, u64), StoreError> {
+        self.run(|db| {
+            let (pending, processing): (i64, i64) = db
+                .conn
+                .prepare_cached(
+                    "SELECT COALESCE(SUM(status = 'pending'), 0),
+                            COALESCE(SUM(status = 'processing'), 0)
+                     FROM inbox WHERE status IN ('pending', 'processing')",
+                )?
+                .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok((
+                u64::try_from(pending).unwrap_or(0),
+                u64::try_from(processing).unwrap_or(0),
+            ))
+        })
+        .await
+    }
+
     /// Messages of `agent` in `status`, oldest first.
     pub async fn inbox(
         &self,

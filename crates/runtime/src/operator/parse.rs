@@ -78,7 +78,6 @@ impl Command {
         let spec = CommandSpec::find(word).ok_or_else(|| UsageError::Unknown(shown(word)))?;
         let usage = || UsageError::Usage(spec);
         let bad = |what: String| UsageError::BadArgument { spec, what };
-        // The first word of the arguments, required, and what follows it.
         // The first word of the arguments, required, and what follows it. A name or id never
         // starts with `-`, so `destroy --purge` is missing its NAME.
         let first = |rest: &str| -> Result<(String, String), UsageError> {

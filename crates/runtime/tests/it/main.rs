@@ -5,4 +5,5 @@ mod approvals;
 mod daemon;
 mod debug;
 mod long_life;
+mod operator;
 mod templates;
