@@ -24,6 +24,10 @@ pub(crate) struct ChannelToml {
     pub nickserv_secret: Option<String>,
     pub flood_burst: Option<u32>,
     pub flood_interval_ms: Option<u64>,
+    /// Where a conversation no agent is named in goes: `agent:NAME` or `spawn:TEMPLATE`.
+    pub route: Option<String>,
+    /// Seconds during which one agent's message to another is not delivered again.
+    pub agent_cooldown_secs: Option<u64>,
 }
 
 /// One configured channel.
@@ -36,7 +40,26 @@ pub struct ChannelConfig {
     /// `[operators] NAME = [...]`: identities allowed to run operator commands here (IRC
     /// `nick!user@host` masks).
     pub operators: Vec<String>,
+    /// Where a conversation that names no agent goes (a direct message to the overseer
+    /// that is not a command); `None` answers it with a hint.
+    pub route: Option<Route>,
+    /// After one agent's message reaches another, messages between the two are not
+    /// delivered for this many seconds, so two agents cannot answer each other forever.
+    pub agent_cooldown_secs: u64,
 }
+
+/// Where a conversation is routed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// One existing agent takes every such conversation.
+    Agent(String),
+    /// One agent per conversation, from this template, created on first contact and named
+    /// after the conversation.
+    Spawn(String),
+}
+
+/// The default agent-to-agent cooldown, in seconds.
+pub const DEFAULT_AGENT_COOLDOWN_SECS: u64 = 10;
 
 /// Which channel, with its own settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,6 +132,20 @@ pub(crate) fn resolve(
                 format!("`{mask}` is not a nick!user@host mask (like alice!*@*)"),
             ));
         }
+        let route = table
+            .route
+            .as_deref()
+            .map(|r| parse_route(r).map_err(|m| invalid(key("route"), m)))
+            .transpose()?;
+        let agent_cooldown_secs = table
+            .agent_cooldown_secs
+            .unwrap_or(DEFAULT_AGENT_COOLDOWN_SECS);
+        if agent_cooldown_secs > 86_400 {
+            return Err(invalid(
+                key("agent_cooldown_secs"),
+                format!("{agent_cooldown_secs} is more than a day (86400)"),
+            ));
+        }
         channels.insert(
             name.clone(),
             ChannelConfig {
@@ -116,10 +153,30 @@ pub(crate) fn resolve(
                 enabled: table.enabled.unwrap_or(true),
                 kind,
                 operators,
+                route,
+                agent_cooldown_secs,
             },
         );
     }
     Ok(channels)
+}
+
+/// `agent:NAME` or `spawn:TEMPLATE`, each name plain (a-z, 0-9, - and _).
+fn parse_route(text: &str) -> Result<Route, String> {
+    let plain = |name: &str| {
+        !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+    };
+    match text.split_once(':') {
+        Some(("agent", name)) if plain(name) => Ok(Route::Agent(name.to_owned())),
+        Some(("spawn", template)) if plain(template) => Ok(Route::Spawn(template.to_owned())),
+        _ => Err(format!(
+            "`{text}` is not a route; use \"agent:NAME\" or \"spawn:TEMPLATE\""
+        )),
+    }
 }
 
 fn resolve_irc(

@@ -23,7 +23,9 @@ mod trust;
 mod windows;
 
 pub use agent::AgentConfig;
-pub use channels::{ChannelConfig, ChannelKind, IrcConfig, valid_nick};
+pub use channels::{
+    ChannelConfig, ChannelKind, DEFAULT_AGENT_COOLDOWN_SECS, IrcConfig, Route, valid_nick,
+};
 pub use daemon::{ApprovalsConfig, DaemonConfig};
 pub use error::ConfigError;
 pub use layers::{LoadOptions, Origin};
@@ -36,6 +38,7 @@ pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,
 };
 pub use secret::Secret;
+pub use secrets::read_secret;
 pub use trust::{TRUST_FILE, TrustStatus, Trusted, TrustedFile, trust, trusted_files, untrust};
 pub use windows::default_context_tokens;
 

@@ -8,6 +8,28 @@ use reef_core::{SecretSource, SecretSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Reads a secret's value now: the environment variable, or the file without its trailing
+/// line breaks. The error says which and why.
+pub fn read_secret(spec: &SecretSpec) -> Result<crate::Secret, String> {
+    match &spec.source {
+        SecretSource::Env(var) => std::env::var(var).map(crate::Secret::new).map_err(|_| {
+            format!(
+                "secret `{}` is not available: reef's environment has no {var}",
+                spec.name
+            )
+        }),
+        SecretSource::File(path) => std::fs::read_to_string(path)
+            .map(|v| crate::Secret::new(v.trim_end_matches(['\n', '\r'])))
+            .map_err(|err| {
+                format!(
+                    "secret `{}` is not available: cannot read {}: {err}",
+                    spec.name,
+                    path.display()
+                )
+            }),
+    }
+}
+
 pub(crate) fn resolve(
     raw: BTreeMap<String, SecretToml>,
     home: &Path,

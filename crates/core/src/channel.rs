@@ -108,7 +108,7 @@ pub enum ChannelError {
 /// A door to agents. `recv` must be cancel-safe: the supervisor races it against outbound
 /// work.
 #[async_trait]
-pub trait Channel: Send {
+pub trait Channel: Send + Sync {
     /// Connects (dropping any earlier connection) with the overseer and `agents` present.
     async fn connect(&mut self, agents: &[(String, Vec<String>)]) -> Result<(), ChannelError>;
 

@@ -55,6 +55,7 @@ pub(crate) struct Inner {
     pub lost_events: AtomicU64,
     pub debuggers: crate::debug::Debuggers,
     pub started: std::time::Instant,
+    pub channels: crate::channels::Board,
 }
 
 /// What a start found and repaired.
@@ -113,6 +114,7 @@ impl Runtime {
                 lost_events: AtomicU64::new(0),
                 debuggers: crate::debug::Debuggers::default(),
                 started: std::time::Instant::now(),
+                channels: crate::channels::Board::default(),
             }),
         };
         runtime.cancel_stale_breakpoints().await?;

@@ -2,10 +2,12 @@
 //! has an inbox in the store and a worker that wakes when a message arrives and runs turns
 //! (at most `daemon.max_concurrent_turns` at once) until the inbox is empty, with budgets,
 //! loop detection, messaging and rooms, operator questions and approvals, and a bus that
-//! publishes the committed event history to subscribers.
+//! publishes the committed event history to subscribers, the operator command set, and the
+//! board where running channels report their state.
 
 mod agents;
 mod bus;
+mod channels;
 mod debug;
 mod error;
 mod expiry;
@@ -20,6 +22,7 @@ mod worker;
 
 pub use agents::{ROOM_AGENTS, ROOM_CONTROL, SpawnRequest, Spawned, check_name};
 pub use bus::{Bus, EventFilter};
+pub use channels::{ChannelState, ChannelStatus};
 pub use debug::{Breakpoint, DebugCommand, DebugStatus, MAX_DEBUG_WAIT, PausedView};
 pub use error::RuntimeError;
 pub use kernel::{Recovery, Runtime, RuntimeOptions};

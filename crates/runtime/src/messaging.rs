@@ -13,6 +13,9 @@ use serde_json::json;
 pub enum Sender<'a> {
     Operator,
     Agent(&'a AgentRecord),
+    /// Someone on a channel, as a label the channel can route the answer back by
+    /// (`irc:alice@#agents`); the agent sees it as the sender.
+    Channel(&'a str),
 }
 
 impl Sender<'_> {
@@ -20,6 +23,7 @@ impl Sender<'_> {
         match self {
             Sender::Operator => "operator",
             Sender::Agent(a) => &a.name,
+            Sender::Channel(label) => label,
         }
     }
 }
@@ -99,7 +103,7 @@ impl Runtime {
                         kind: PendingKind::Request,
                         agent_id: match from {
                             Sender::Agent(a) => Some(a.id.clone()),
-                            Sender::Operator => None,
+                            Sender::Operator | Sender::Channel(_) => None,
                         },
                         target_id: Some(target.id.clone()),
                         payload: json!({"from": from.name(), "to": target.name, "text": text}),
@@ -155,7 +159,7 @@ impl Runtime {
         }
         let from_id = match from {
             Sender::Agent(a) => Some(a.id.clone()),
-            Sender::Operator => None,
+            Sender::Operator | Sender::Channel(_) => None,
         };
         let delivered = self
             .inner

@@ -38,7 +38,18 @@ pub struct Template {
     pub sandbox: SandboxOverrides,
     /// What happens to messages that arrive mid-turn; `None` uses `daemon.queue_mode`.
     pub queue_mode: Option<reef_core::QueueMode>,
+    /// The `[channels.NAME]` its agents appear on; `None` is every channel.
+    pub channels: Option<Vec<String>>,
     pub source: TemplateSource,
+}
+
+impl Template {
+    /// Whether agents from this template appear on channel `name`.
+    pub fn on_channel(&self, name: &str) -> bool {
+        self.channels
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name))
+    }
 }
 
 /// How an agent's sandbox differs from the configured `[sandbox]`; unset fields keep it.
@@ -197,6 +208,8 @@ struct TemplateToml {
     sandbox: SandboxToml,
     #[serde(default)]
     queue_mode: Option<reef_core::QueueMode>,
+    #[serde(default)]
+    channels: Option<Vec<String>>,
 }
 
 #[derive(Default, Deserialize)]
@@ -266,6 +279,7 @@ fn parse(name: &str, text: &str, source: TemplateSource) -> Result<Template, Tem
             max_processes: raw.sandbox.max_processes,
         },
         queue_mode: raw.queue_mode,
+        channels: raw.channels,
         source,
     })
 }

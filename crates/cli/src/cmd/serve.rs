@@ -1,6 +1,6 @@
 //! `reef serve`: the daemon. Writes `$REEF_HOME/reef.pid` (refusing to start next to a live
 //! daemon) and `$REEF_HOME/reef.addr` (where clients connect), creates the API token, starts
-//! the runtime and the HTTP API, and on SIGTERM or Ctrl-C interrupts running turns (their
+//! the runtime, the channels and the HTTP API, and on SIGTERM or Ctrl-C closes the channels (agents QUIT) and interrupts running turns (their
 //! messages go back to the inboxes, the transcripts keep what was done) before exiting.
 
 use crate::home;
@@ -48,11 +48,19 @@ pub async fn serve(
         "reef: serving on http://{addr} (token in {})",
         home_dir.join("api-token").display()
     );
+    let gateway = reef_gateway::Gateway::start(&runtime).await?;
+    for channel in runtime.channels() {
+        eprintln!(
+            "reef: channel {} ({} {}) {}",
+            channel.name, channel.kind, channel.target, channel.state
+        );
+    }
     let router = reef_server::router(runtime.clone(), &token);
     let stopper = runtime.clone();
     let served = reef_server::serve(listener, router, async move {
         wait_for_signal().await;
-        eprintln!("reef: shutting down: interrupting running turns");
+        eprintln!("reef: shutting down: agents leave their channels, running turns stop");
+        gateway.shutdown().await;
         stopper.shutdown().await;
     })
     .await;

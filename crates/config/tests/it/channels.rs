@@ -1,7 +1,7 @@
 //! `[channels.NAME]` and `[operators]`: defaults, and errors that name the key.
 
 use crate::{Fixture, MAIN};
-use reef_config::{ChannelKind, IrcConfig};
+use reef_config::{ChannelKind, IrcConfig, Route};
 use std::path::Path;
 
 fn load(extra: &str) -> Result<reef_config::Config, String> {
@@ -146,5 +146,41 @@ fn bad_channel_settings_name_the_key() {
     for (toml, key, message) in cases {
         let err = load(toml).unwrap_err();
         assert!(err.contains(key) && err.contains(message), "{toml}\n{err}");
+    }
+}
+
+#[test]
+fn a_channel_routes_to_an_agent_or_a_template_and_cools_agents_down() {
+    let base = "[channels.irc]\ntype = \"irc\"\nserver = \"127.0.0.1\"\n";
+    let config = load(base).unwrap();
+    let irc = &config.channels["irc"];
+    assert_eq!(irc.route, None);
+    assert_eq!(
+        irc.agent_cooldown_secs,
+        reef_config::DEFAULT_AGENT_COOLDOWN_SECS
+    );
+    let config = load(&format!(
+        "{base}route = \"agent:ada\"\nagent_cooldown_secs = 0\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        config.channels["irc"].route,
+        Some(Route::Agent("ada".into()))
+    );
+    assert_eq!(config.channels["irc"].agent_cooldown_secs, 0);
+    let config = load(&format!("{base}route = \"spawn:worker\"\n")).unwrap();
+    assert_eq!(
+        config.channels["irc"].route,
+        Some(Route::Spawn("worker".into()))
+    );
+    for (extra, message) in [
+        ("route = \"ada\"", "is not a route"),
+        ("route = \"agent:\"", "is not a route"),
+        ("route = \"spawn:Bad Name\"", "is not a route"),
+        ("agent_cooldown_secs = 100000", "more than a day"),
+    ] {
+        let err = load(&format!("{base}{extra}\n")).unwrap_err();
+        assert!(err.contains("channels.irc."), "{extra}: {err}");
+        assert!(err.contains(message), "{extra}: {err}");
     }
 }

@@ -314,10 +314,20 @@ fn event_line(event: &StoredEvent) -> String {
                 .unwrap_or_else(|| Value::Object(o.clone()).to_string()),
             other => other.to_string(),
         },
-        "tool.call_end" | "tool.call_begin" => format!(
+        "tool.call" => format!(
             "{} {}",
-            event.data["tool"].as_str().unwrap_or_default(),
+            event.data["name"].as_str().unwrap_or_default(),
             event.data["arguments"]
+        ),
+        "tool.result" => format!(
+            "{}{}: {}",
+            event.data["name"].as_str().unwrap_or_default(),
+            if event.data["is_error"] == true {
+                " (error)"
+            } else {
+                ""
+            },
+            event.data["output"].as_str().unwrap_or_default()
         ),
         "agent.state_changed" => format!(
             "{} → {} {}",

@@ -19,15 +19,21 @@ pub(crate) async fn event(rt: &Runtime, agent: &AgentId, kind: &str, data: Value
     rt.bus().poke();
 }
 
-/// Records what a session reported while working on inbox message `inbox_id`.
-pub(super) async fn session_event(rt: &Runtime, agent: &AgentId, inbox_id: u64, msg: EventMsg) {
-    if let Some((kind, data)) = translate(inbox_id, msg) {
+/// Records what a session reported while working on inbox message `inbox_id` from `from`
+/// (the end of a turn names the sender, so a channel can route the answer back).
+pub(super) async fn session_event(
+    rt: &Runtime,
+    agent: &AgentId,
+    (inbox_id, from): (u64, Option<&str>),
+    msg: EventMsg,
+) {
+    if let Some((kind, data)) = translate(inbox_id, from, msg) {
         event(rt, agent, kind, data).await;
     }
 }
 
 /// The daemon event for a protocol event; `None` for those not kept (streamed text, …).
-fn translate(inbox_id: u64, msg: EventMsg) -> Option<(&'static str, Value)> {
+fn translate(inbox_id: u64, from: Option<&str>, msg: EventMsg) -> Option<(&'static str, Value)> {
     Some(match msg {
         EventMsg::ToolCallBegin {
             call_id,
@@ -86,7 +92,7 @@ fn translate(inbox_id: u64, msg: EventMsg) -> Option<(&'static str, Value)> {
             usage,
         } => (
             "turn.ended",
-            json!({"inbox_id": inbox_id, "outcome": outcome, "rounds": rounds,
+            json!({"inbox_id": inbox_id, "from": from, "outcome": outcome, "rounds": rounds,
                    "usage": usage}),
         ),
         EventMsg::TurnStarted { .. } | EventMsg::ModelDelta { .. } | EventMsg::ShutdownComplete => {

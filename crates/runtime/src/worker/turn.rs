@@ -80,7 +80,8 @@ impl Worker {
                         broken = Some(Next::Backoff(STORE_RETRY));
                         break;
                     };
-                    let inbox_id = pending.get(&event.id).and_then(|m| m.first()).map_or(0, |m| m.id);
+                    let first = pending.get(&event.id).and_then(|m| m.first());
+                    let origin = (first.map_or(0, |m| m.id), first.map(|m| m.sender.clone()));
                     match &event.msg {
                         EventMsg::SteerReturned { .. } => {
                             if let Some(returned) = pending.remove(&event.id) {
@@ -100,7 +101,7 @@ impl Worker {
                         EventMsg::TurnEnded { outcome, .. } => Some(outcome.clone()),
                         _ => None,
                     };
-                    record::session_event(rt, &record.id, inbox_id, event.msg).await;
+                    record::session_event(rt, &record.id, (origin.0, origin.1.as_deref()), event.msg).await;
                     if let Some(outcome) = ended
                         && let Some(messages) = pending.remove(&event.id)
                     {

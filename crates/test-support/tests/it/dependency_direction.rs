@@ -25,6 +25,18 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
         ("reef-workspace", Some(&[][..])),
         ("reef-channels", Some(&["reef-core", "reef-config"][..])),
         (
+            "reef-gateway",
+            Some(
+                &[
+                    "reef-core",
+                    "reef-config",
+                    "reef-channels",
+                    "reef-runtime",
+                    "reef-store",
+                ][..],
+            ),
+        ),
+        (
             "reef-tools",
             Some(
                 &[

@@ -1,0 +1,140 @@
+//! Who a line is for, and where an answer goes back: whether a room line names an agent
+//! (its name or its nick as a word anywhere in the line), and the sender label a channel
+//! message carries into an agent's inbox (`irc:alice@#agents`, `irc:alice`), from which the
+//! answer finds its way back after any restart.
+
+use reef_core::Conversation;
+
+/// Whether `text` names any of `names` as a word, compared with `same` (the channel's own
+/// case folding).
+pub fn mentions(text: &str, names: &[&str], same: impl Fn(&str, &str) -> bool) -> bool {
+    text.split(|c: char| !is_nick_char(c))
+        .filter(|w| !w.is_empty())
+        .any(|word| names.iter().any(|n| !n.is_empty() && same(word, n)))
+}
+
+fn is_nick_char(c: char) -> bool {
+    c.is_alphanumeric() || "-_[]\\`^{}|".contains(c)
+}
+
+/// Where an inbound message came from, as the inbox's sender label.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The `[channels.NAME]` it came through.
+    pub channel: String,
+    /// Who wrote it (a nick).
+    pub author: String,
+    /// The room, or `None` for a direct message.
+    pub room: Option<String>,
+}
+
+impl Origin {
+    pub fn new(channel: &str, author: &str, conversation: &Conversation) -> Origin {
+        Origin {
+            channel: channel.to_owned(),
+            author: author.to_owned(),
+            room: match conversation {
+                Conversation::Room(room) => Some(room.clone()),
+                Conversation::Direct(_) => None,
+            },
+        }
+    }
+
+    /// `CHANNEL:AUTHOR@ROOM`, or `CHANNEL:AUTHOR` for a direct message.
+    pub fn label(&self) -> String {
+        match &self.room {
+            Some(room) => format!("{}:{}@{room}", self.channel, self.author),
+            None => format!("{}:{}", self.channel, self.author),
+        }
+    }
+
+    /// Reads a label back, if it is one of `channel`'s.
+    pub fn parse(channel: &str, label: &str) -> Option<Origin> {
+        let rest = label.strip_prefix(channel)?.strip_prefix(':')?;
+        let (author, room) = match rest.split_once('@') {
+            Some((author, room)) => (author, Some(room.to_owned())),
+            None => (rest, None),
+        };
+        (!author.is_empty() && room.as_deref() != Some("")).then(|| Origin {
+            channel: channel.to_owned(),
+            author: author.to_owned(),
+            room,
+        })
+    }
+
+    /// Where the answer goes.
+    pub fn conversation(&self) -> Conversation {
+        match &self.room {
+            Some(room) => Conversation::Room(room.clone()),
+            None => Conversation::Direct(self.author.clone()),
+        }
+    }
+}
+
+/// The agent a `spawn:` route creates for a conversation with `peer` on `channel`: both
+/// names folded to what an agent name may hold, at most 40 characters.
+pub fn conversation_agent(channel: &str, peer: &str) -> String {
+    let fold = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                let c = c.to_ascii_lowercase();
+                if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect()
+    };
+    let mut name = format!("{}-{}", fold(channel), fold(peer));
+    name.truncate(40);
+    let name = name.trim_matches('-').to_owned();
+    if name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        name
+    } else {
+        format!("c{name}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ascii(a: &str, b: &str) -> bool {
+        a.eq_ignore_ascii_case(b)
+    }
+
+    #[test]
+    fn a_name_counts_as_a_word_anywhere_but_not_inside_another() {
+        assert!(mentions("ada: write a haiku", &["ada"], ascii));
+        assert!(mentions("could ADA, or bea, look?", &["ada"], ascii));
+        assert!(mentions("thanks @ada!", &["ada"], ascii));
+        assert!(!mentions("adamant about it", &["ada"], ascii));
+        assert!(!mentions("my-ada-bot", &["ada"], ascii));
+        assert!(mentions("ada2: hi", &["ada", "ada2"], ascii));
+        assert!(!mentions("anything", &[""], ascii));
+    }
+
+    #[test]
+    fn labels_read_back_for_their_own_channel_only() {
+        let room = Origin::new("irc", "alice", &Conversation::Room("#agents".into()));
+        assert_eq!(room.label(), "irc:alice@#agents");
+        assert_eq!(Origin::parse("irc", &room.label()), Some(room.clone()));
+        assert_eq!(room.conversation(), Conversation::Room("#agents".into()));
+        let direct = Origin::new("irc", "bob", &Conversation::Direct("bob".into()));
+        assert_eq!(direct.label(), "irc:bob");
+        assert_eq!(direct.conversation(), Conversation::Direct("bob".into()));
+        assert_eq!(Origin::parse("irc", "operator"), None);
+        assert_eq!(Origin::parse("irc", "ircnet:bob"), None);
+        assert_eq!(Origin::parse("irc", "irc:"), None);
+        assert_eq!(Origin::parse("irc", "irc:bob@"), None);
+    }
+
+    #[test]
+    fn conversation_agents_have_valid_names() {
+        assert_eq!(conversation_agent("irc", "Alice"), "irc-alice");
+        assert_eq!(conversation_agent("irc", "[m]|x"), "irc--m--x");
+        assert_eq!(conversation_agent("_t", "x").chars().next(), Some('t'));
+        assert!(conversation_agent("irc", &"n".repeat(80)).len() <= 40);
+    }
+}

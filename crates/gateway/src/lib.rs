@@ -1,0 +1,137 @@
+//! reef-gateway: the front doors at run time. Every channel in `[channels.NAME]` runs under
+//! a supervisor that reconnects it with backoff and reports its state on the runtime's
+//! board; while connected, what people write reaches the overseer (operator commands, for
+//! operators only) or the agent it names, answers go back where the question came from,
+//! agents appear on the channel as they run, and stops and questions are announced.
+//!
+//! The data path: channel → [`door`] (routing, cooldown) → the agent's inbox → turn →
+//! `turn.ended` in the history → [`door`] → channel.
+
+mod address;
+mod announce;
+mod cooldown;
+mod door;
+mod supervise;
+
+pub use address::{Origin, conversation_agent, mentions};
+pub use door::Layout;
+
+use reef_channels::irc::{Credentials, IrcChannel};
+use reef_config::{ChannelConfig, ChannelKind, read_secret};
+use reef_core::Channel;
+use reef_runtime::{ChannelState, ChannelStatus, Runtime};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The running channels.
+pub struct Gateway {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Why a channel could not be set up at all (not retried: the configuration must change).
+#[derive(Debug, thiserror::Error)]
+#[error("channel `{channel}`: {message}")]
+pub struct GatewayError {
+    pub channel: String,
+    pub message: String,
+}
+
+impl Gateway {
+    /// Starts every enabled channel of the runtime's configuration; disabled ones are on
+    /// the board as such.
+    pub async fn start(rt: &Runtime) -> Result<Gateway, GatewayError> {
+        let (stop, _) = watch::channel(false);
+        let mut tasks = Vec::new();
+        for config in rt.config().channels.values() {
+            let (kind, target) = match &config.kind {
+                ChannelKind::Irc(irc) => ("irc", format!("{}:{}", irc.host, irc.port)),
+            };
+            if !config.enabled {
+                rt.report_channel(ChannelStatus {
+                    name: config.name.clone(),
+                    kind: kind.to_owned(),
+                    target,
+                    state: ChannelState::Disabled,
+                    since_unix: 0,
+                    error: None,
+                    failures: 0,
+                    next_attempt_unix: None,
+                    connected: 0,
+                    queued: 0,
+                })
+                .await;
+                continue;
+            }
+            let (channel, layout) = build(rt, config)?;
+            let what = supervise::Supervised {
+                layout,
+                kind,
+                target,
+            };
+            tasks.push(tokio::spawn(supervise::supervise(
+                rt.clone(),
+                channel,
+                what,
+                stop.subscribe(),
+            )));
+        }
+        Ok(Gateway { stop, tasks })
+    }
+
+    /// Closes every channel (agents and the overseer say QUIT) and waits for them.
+    pub async fn shutdown(self) {
+        // Receivers gone means the tasks have ended already.
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            if let Err(e) = task.await {
+                tracing::error!(error = %e, "a channel task ended abnormally");
+            }
+        }
+    }
+}
+
+fn build(rt: &Runtime, config: &ChannelConfig) -> Result<(Box<dyn Channel>, Layout), GatewayError> {
+    let fail = |message: String| GatewayError {
+        channel: config.name.clone(),
+        message,
+    };
+    let secret = |name: &Option<String>| -> Result<Option<String>, GatewayError> {
+        let Some(name) = name else {
+            return Ok(None);
+        };
+        let spec = rt
+            .config()
+            .secrets
+            .iter()
+            .find(|s| &s.name == name)
+            .ok_or_else(|| fail(format!("no [secrets.{name}]")))?;
+        read_secret(spec)
+            .map(|s| Some(s.expose().to_owned()))
+            .map_err(fail)
+    };
+    match &config.kind {
+        ChannelKind::Irc(irc) => {
+            let credentials = Credentials {
+                sasl_password: secret(&irc.sasl_secret)?,
+                nickserv_password: secret(&irc.nickserv_secret)?,
+            };
+            if !irc.tls
+                && (credentials.sasl_password.is_some() || credentials.nickserv_password.is_some())
+            {
+                tracing::warn!(channel = %config.name, "a password goes to the IRC server without TLS; set tls = true");
+            }
+            let channel = IrcChannel::new(irc.clone(), config.operators.clone(), credentials, None)
+                .map_err(|e| fail(e.to_string()))?;
+            let layout = Layout {
+                name: config.name.clone(),
+                control: irc.control.clone(),
+                room: irc.room.clone(),
+                route: config.route.clone(),
+                cooldown: Duration::from_secs(config.agent_cooldown_secs),
+            };
+            Ok((Box::new(channel), layout))
+        }
+    }
+}

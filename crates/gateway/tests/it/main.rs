@@ -1,0 +1,7 @@
+//! reef-gateway end to end: a runtime with the mock model, the gateway, and a real ngircd
+//! that operators and people reach over raw sockets.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+mod control;
+mod rooms;
+mod support;

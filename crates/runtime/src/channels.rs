@@ -1,0 +1,100 @@
+//! The channels' board: each configured channel's state as whoever runs it reports it,
+//! for the API and `reef channels status`. A change of state is an event: `channel.up`,
+//! `channel.down` (with the error and when the next attempt is).
+
+use crate::kernel::{Runtime, lock};
+use serde::Serialize;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// Where a channel is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelState {
+    /// Connecting (first time or again).
+    Connecting,
+    Up,
+    /// Not connected; `next_attempt_unix` says when it tries again.
+    Down,
+    /// `enabled = false` in its table.
+    Disabled,
+}
+
+impl std::fmt::Display for ChannelState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ChannelState::Connecting => "connecting",
+            ChannelState::Up => "up",
+            ChannelState::Down => "down",
+            ChannelState::Disabled => "disabled",
+        })
+    }
+}
+
+/// One channel as the board shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ChannelStatus {
+    /// The `[channels.NAME]` table's name.
+    pub name: String,
+    /// `irc`, …
+    pub kind: String,
+    /// Where it connects (`host:port`).
+    pub target: String,
+    pub state: ChannelState,
+    /// Unix seconds since when it is in this state.
+    pub since_unix: i64,
+    /// Why it is down, or the last error while up.
+    pub error: Option<String>,
+    /// Failed attempts in a row.
+    pub failures: u32,
+    /// Unix seconds of the next attempt when down.
+    pub next_attempt_unix: Option<i64>,
+    /// reef's identities connected (the overseer and agents).
+    pub connected: usize,
+    /// Outbound lines waiting for flood control.
+    pub queued: usize,
+}
+
+/// The board itself, one entry per configured channel.
+#[derive(Debug, Default)]
+pub(crate) struct Board(Mutex<BTreeMap<String, ChannelStatus>>);
+
+impl Runtime {
+    /// Every configured channel's status, by name.
+    pub fn channels(&self) -> Vec<ChannelStatus> {
+        lock(&self.inner.channels.0).values().cloned().collect()
+    }
+
+    /// Replaces a channel's status; a new state is recorded as an event.
+    pub async fn report_channel(&self, status: ChannelStatus) {
+        let previous = lock(&self.inner.channels.0).insert(status.name.clone(), status.clone());
+        if previous.as_ref().map(|p| p.state) == Some(status.state) {
+            return;
+        }
+        let (kind, data) = match status.state {
+            ChannelState::Up => (
+                "channel.up",
+                json!({"channel": status.name, "target": status.target,
+                       "connected": status.connected}),
+            ),
+            ChannelState::Down => (
+                "channel.down",
+                json!({"channel": status.name, "target": status.target, "error": status.error,
+                       "failures": status.failures, "next_attempt_unix": status.next_attempt_unix}),
+            ),
+            ChannelState::Connecting | ChannelState::Disabled => return,
+        };
+        if let Err(err) = self.record_event(kind, None, data).await {
+            tracing::warn!(channel = %status.name, error = %err, "cannot record a channel event");
+        }
+    }
+
+    /// Updates the live counts of a channel without an event.
+    pub fn channel_counts(&self, name: &str, connected: usize, queued: usize) {
+        if let Some(status) = lock(&self.inner.channels.0).get_mut(name) {
+            status.connected = connected;
+            status.queued = queued;
+        }
+    }
+}
