@@ -28,6 +28,8 @@ pub use error::RuntimeError;
 pub use kernel::{Recovery, Runtime, RuntimeOptions};
 pub use messaging::{MAX_MESSAGE_BYTES, Sender, Sent};
 pub use questions::MAX_TTL_SECS;
+/// How `RuntimeOptions::helper` names the sandbox helper process.
+pub use reef_agent::HelperCommand;
 pub use templates::{
     BUILTIN_TEMPLATES, SandboxOverrides, Template, TemplateError, TemplateSource, Templates,
 };

@@ -1,8 +1,7 @@
 //! A daemon (runtime and gateway) whose channel is a fresh ngircd.
 
-use reef_agent::HelperCommand;
 use reef_gateway::Gateway;
-use reef_runtime::{Runtime, RuntimeOptions, Templates};
+use reef_runtime::{HelperCommand, Runtime, RuntimeOptions, Templates};
 use reef_store::StoredEvent;
 use reef_test_support::{
     IrcClient, MockLlm, Ngircd, RecordedRequest, Responder, TestHome, sandbox_helper,
