@@ -71,6 +71,11 @@ pub enum Command {
     Approve(crate::daemon_args::ApproveArgs),
     /// Deny a command waiting for approval.
     Deny(crate::daemon_args::DenyArgs),
+    /// The daemon's channels (IRC, …): their state, and why one is down.
+    Channels {
+        #[command(subcommand)]
+        command: ChannelsCommand,
+    },
     /// Local models: download from the verified catalogue, list, remove.
     Models {
         #[command(subcommand)]
@@ -89,6 +94,12 @@ pub enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChannelsCommand {
+    /// Each configured channel: up, down (why, and when the next attempt is), or disabled.
+    Status(JsonFlag),
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,8 +1,9 @@
 //! reef-server: the daemon's HTTP API on axum — REST for agents, messages, rooms, questions
-//! and approvals, sessions and events, an SSE event stream, bearer-token auth on every route,
+//! and approvals, sessions and events, the channels' states, an SSE event stream, bearer-token auth on every route,
 //! and an OpenAPI document generated from the same route table as the router.
 
 mod auth;
+mod channels;
 mod debug;
 mod dto;
 mod error;

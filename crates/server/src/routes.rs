@@ -90,6 +90,16 @@ pub(crate) fn table() -> Vec<Route> {
         ),
         route(
             "get",
+            "/v1/channels",
+            "listChannels",
+            "The configured channels and their states",
+            &[],
+            None,
+            (200, Some(schema::<Vec<crate::channels::ChannelView>>)),
+            get(crate::channels::list),
+        ),
+        route(
+            "get",
             "/v1/templates",
             "listTemplates",
             "Agent templates",

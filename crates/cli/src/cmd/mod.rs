@@ -6,6 +6,7 @@ mod agents;
 mod bench;
 mod bench_agent;
 mod bench_memory;
+mod channels;
 mod chat;
 mod client;
 mod config;
@@ -22,7 +23,7 @@ mod session;
 mod sessions;
 pub mod trust;
 
-use crate::args::{BenchCommand, Cli, Command, ConfigCommand, SandboxCommand};
+use crate::args::{BenchCommand, ChannelsCommand, Cli, Command, ConfigCommand, SandboxCommand};
 
 /// The task `reef bench model` runs by default (the README's first command).
 pub const BENCH_TASK: &str = "How much free disk space is there?";
@@ -51,6 +52,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Answer(args) => agents::answer(&cli.overrides, args).await,
         Command::Approve(args) => agents::approve(&cli.overrides, args).await,
         Command::Deny(args) => agents::deny(&cli.overrides, args).await,
+        Command::Channels {
+            command: ChannelsCommand::Status(flag),
+        } => channels::status(&cli.overrides, flag.json).await,
         Command::Models { command } => models::models(&cli.overrides, command).await,
         Command::Memory { command } => memory::memory(&cli.overrides, command).await,
         Command::Trust(args) => trust::trust(args),

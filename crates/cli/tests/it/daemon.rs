@@ -95,7 +95,7 @@ impl Daemon {
         panic!("gave up waiting for {what}; events: {events:#}");
     }
 
-    fn signal(&self, signal: &str) {
+    pub(crate) fn signal(&self, signal: &str) {
         let status = Command::new("kill")
             .args([signal, &self.child.id().to_string()])
             .status()
