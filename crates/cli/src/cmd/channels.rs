@@ -86,7 +86,7 @@ mod tests {
         let text = line(&down, 1_000);
         assert!(text.contains("cannot connect"), "{text}");
         assert!(
-            text.contains("failed 3 times; next attempt in 4s"),
+            text.contains("(failed 3 times); next attempt in 4s"),
             "{text}"
         );
         let up = json!({"name": "irc", "kind": "irc", "target": "h:6667", "state": "up",
