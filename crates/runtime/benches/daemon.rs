@@ -111,6 +111,7 @@ async fn main() {
                 capabilities: Capabilities::default(),
                 budget: Budget::default(),
                 parent: None,
+                ephemeral: false,
             })
             .await
             .unwrap();

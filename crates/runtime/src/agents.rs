@@ -18,6 +18,8 @@ pub struct SpawnRequest {
     pub persona: Option<String>,
     /// A first message for the new agent's inbox.
     pub task: Option<String>,
+    /// Destroy the agent once its inbox is done (a webhook's or a request's agent).
+    pub ephemeral: bool,
 }
 
 /// What `spawn` did; `clamped` lists what was narrowed to fit inside the parent.
@@ -110,6 +112,7 @@ impl Runtime {
                 capabilities,
                 budget,
                 parent: parent.map(|p| p.id.clone()),
+                ephemeral: req.ephemeral,
             })
             .await?;
         store.join_room(ROOM_AGENTS, &agent.id).await?;

@@ -143,6 +143,9 @@ impl Runtime {
             {
                 runtime.wake(&agent.id);
                 woken += 1;
+            } else if agent.ephemeral && agent.state == reef_core::AgentState::Running {
+                // Its task was done when the last process stopped, before it was destroyed.
+                worker::reap_if_done(&runtime, &agent).await?;
             }
         }
         runtime.inner.bus.poke();

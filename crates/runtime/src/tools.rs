@@ -315,6 +315,7 @@ impl Tool for RuntimeTool {
                             model: a.model,
                             persona: a.persona,
                             task: a.task,
+                            ephemeral: false,
                         },
                         Some(&me),
                     )

@@ -90,6 +90,7 @@ pub async fn spawn_agent(
                 model: body.model,
                 persona: body.persona,
                 task: body.task,
+                ephemeral: false,
             },
             None,
         )

@@ -23,6 +23,8 @@ pub struct NewAgent {
     pub capabilities: Capabilities,
     pub budget: Budget,
     pub parent: Option<AgentId>,
+    /// Destroyed once its task is done.
+    pub ephemeral: bool,
 }
 
 /// An agent as stored.
@@ -40,12 +42,14 @@ pub struct AgentRecord {
     pub parent: Option<AgentId>,
     /// The session holding the agent's transcript, once it has run.
     pub session: Option<SessionId>,
+    /// Destroyed once its task is done (webhook and per-request agents).
+    pub ephemeral: bool,
     pub created_at: String,
     pub updated_at: String,
 }
 
 const COLUMNS: &str = "id, name, template, persona, model, workspace, capabilities, budget, \
-                       state, parent_id, session_id, created_at, updated_at";
+                       state, parent_id, session_id, created_at, updated_at, ephemeral";
 
 impl Store {
     /// Creates a `pending` agent and records `agent.spawned`. A taken name is a `Conflict`.
@@ -65,8 +69,9 @@ impl Store {
             let now = db.clock.now();
             tx.prepare_cached(
                 "INSERT INTO agents (id, name, template, persona, model, workspace, capabilities,
-                                     budget, state, parent_id, session_id, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, NULL, ?10, ?10)",
+                                     budget, state, parent_id, session_id, created_at, updated_at,
+                                     ephemeral)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, NULL, ?10, ?10, ?11)",
             )?
             .execute(params![
                 new.id.as_str(),
@@ -78,7 +83,8 @@ impl Store {
                 capabilities,
                 budget,
                 new.parent.as_ref().map(AgentId::as_str),
-                now
+                now,
+                new.ephemeral
             ])?;
             insert_event(
                 &tx,
@@ -101,6 +107,7 @@ impl Store {
                 state: AgentState::Pending,
                 parent: new.parent,
                 session: None,
+                ephemeral: new.ephemeral,
                 created_at: now.clone(),
                 updated_at: now,
             })
@@ -346,6 +353,7 @@ struct RawAgent {
     session: Option<String>,
     created_at: String,
     updated_at: String,
+    ephemeral: bool,
 }
 
 fn raw_agent(r: &Row<'_>) -> rusqlite::Result<RawAgent> {
@@ -363,6 +371,7 @@ fn raw_agent(r: &Row<'_>) -> rusqlite::Result<RawAgent> {
         session: r.get(10)?,
         created_at: r.get(11)?,
         updated_at: r.get(12)?,
+        ephemeral: r.get(13)?,
     })
 }
 
@@ -387,6 +396,7 @@ impl RawAgent {
             state,
             parent: self.parent.map(AgentId::from_string),
             session: self.session.map(SessionId::from_string),
+            ephemeral: self.ephemeral,
             created_at: self.created_at,
             updated_at: self.updated_at,
         })

@@ -13,6 +13,7 @@ mod compactions;
 mod error;
 mod events;
 mod fingerprints;
+mod hooks;
 mod inbox;
 mod memory;
 mod messages;

@@ -9,6 +9,7 @@ mod assembly;
 mod budget;
 mod control;
 mod outcome;
+pub(crate) use outcome::reap_if_done;
 pub(crate) mod record;
 mod turn;
 

@@ -102,7 +102,35 @@ pub(super) async fn after_turn(
         )
         .await;
     }
+    if record.ephemeral {
+        reap_if_done(rt, record).await?;
+    }
     rt.bus().poke();
+    Ok(())
+}
+
+/// Destroys an ephemeral agent whose inbox has nothing left, from a task of its own (the
+/// destroy waits for this worker to end).
+pub(crate) async fn reap_if_done(rt: &Runtime, record: &AgentRecord) -> Result<(), RuntimeError> {
+    let store = rt.store();
+    let waiting = store
+        .inbox(&record.id, reef_store::InboxStatus::Pending)
+        .await?
+        .len()
+        + store
+            .inbox(&record.id, reef_store::InboxStatus::Processing)
+            .await?
+            .len();
+    if waiting > 0 {
+        return Ok(());
+    }
+    let rt = rt.clone();
+    let name = record.name.clone();
+    tokio::spawn(async move {
+        if let Err(err) = rt.destroy_agent(&name, false).await {
+            tracing::warn!(agent = %name, error = %err, "cannot destroy a finished ephemeral agent");
+        }
+    });
     Ok(())
 }
 

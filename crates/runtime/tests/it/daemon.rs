@@ -664,3 +664,32 @@ async fn a_spent_cost_budget_stops_the_agent() {
     assert_eq!(sent, 1, "stopped after the first priced round");
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_ephemeral_agent_is_destroyed_once_its_task_is_done() {
+    let d = daemon(Arc::new(|_| MockReply::text("all done")), "").await;
+    let rt = &d.runtime;
+    let spawned = rt
+        .spawn_agent(
+            SpawnRequest {
+                name: "once".into(),
+                template: "worker".into(),
+                task: Some("do the one thing".into()),
+                ephemeral: true,
+                ..SpawnRequest::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(spawned.agent.ephemeral);
+    wait_for(rt, "the agent destroyed", |events| {
+        events.iter().any(|e| e.kind == "agent.destroyed")
+    })
+    .await;
+    assert!(rt.get_agent("once").await.is_err());
+    let events = rt.store().events_after(0, None, 10_000).await.unwrap();
+    let ended = events.iter().find(|e| e.kind == "turn.ended").unwrap();
+    assert_eq!(ended.data["outcome"]["text"], "all done");
+    assert_eq!(d.mock.requests().len(), 1);
+}

@@ -13,6 +13,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0007_secret_fingerprints.sql")),
     M::up(include_str!("0008_compactions.sql")),
     M::up(include_str!("0009_breakpoints.sql")),
+    M::up(include_str!("0010_ephemeral_hooks.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -25,6 +26,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 9);
+        assert_eq!(ALL.len(), 10);
     }
 }

@@ -17,6 +17,7 @@ fn new_agent(name: &str) -> NewAgent {
             ..Budget::default()
         },
         parent: None,
+        ephemeral: false,
     }
 }
 

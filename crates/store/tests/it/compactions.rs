@@ -307,6 +307,7 @@ fn new_agent(name: &str) -> NewAgent {
         capabilities: Capabilities::default(),
         budget: Budget::default(),
         parent: None,
+        ephemeral: false,
     }
 }
 

@@ -18,6 +18,7 @@ async fn agent(store: &Store, name: &str) -> AgentId {
             capabilities: Capabilities::default(),
             budget: Budget::default(),
             parent: None,
+            ephemeral: false,
         })
         .await
         .unwrap()
