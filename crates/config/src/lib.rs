@@ -10,6 +10,7 @@ mod agent;
 mod channels;
 mod daemon;
 mod error;
+mod hooks;
 mod layers;
 mod memory;
 mod project;
@@ -28,6 +29,7 @@ pub use channels::{
 };
 pub use daemon::{ApprovalsConfig, DaemonConfig};
 pub use error::ConfigError;
+pub use hooks::{DEFAULT_MAX_BODY, HookConfig, HookRoute, HooksConfig};
 pub use layers::{LoadOptions, Origin};
 pub use memory::{DEFAULT_EMBEDDER, EmbedderChoice, MemoryConfig};
 pub use resolve::{

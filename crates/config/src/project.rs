@@ -10,7 +10,7 @@ use std::path::Path;
 pub(crate) const MAX_PROJECT_FILE: u64 = 1024 * 1024;
 
 /// Key families a project file may set only when trusted: (prefix, shown as, why).
-const RESTRICTED: [(&str, &str, &str); 11] = [
+const RESTRICTED: [(&str, &str, &str); 12] = [
     (
         "prices",
         "prices.*",
@@ -57,6 +57,11 @@ const RESTRICTED: [(&str, &str, &str); 11] = [
         "operators",
         "operators.*",
         "it could let anyone run operator commands",
+    ),
+    (
+        "hooks",
+        "hooks.*",
+        "it could let outside requests reach your agents",
     ),
 ];
 

@@ -28,6 +28,7 @@ pub(crate) struct ConfigToml {
     /// `[operators] CHANNEL = ["nick!user@host", …]`.
     #[serde(default)]
     pub operators: BTreeMap<String, Vec<String>>,
+    pub hooks: Option<crate::hooks::HooksToml>,
 }
 
 #[derive(Debug, Default, Deserialize)]

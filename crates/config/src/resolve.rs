@@ -102,6 +102,8 @@ pub struct Config {
     pub secrets: Vec<reef_core::SecretSpec>,
     /// `[channels.NAME]` with their `[operators]`, by name.
     pub channels: BTreeMap<String, crate::channels::ChannelConfig>,
+    /// `[hooks.NAME]` webhooks and their size limit.
+    pub hooks: crate::hooks::HooksConfig,
     /// Config files that were found and read, lowest precedence first.
     pub files: Vec<PathBuf>,
     entries: Vec<ConfigEntry>,
@@ -210,6 +212,7 @@ impl Config {
         let secrets = secrets::resolve(parsed.secrets, &opts.home, &origin_of)?;
         let channels =
             crate::channels::resolve(parsed.channels, parsed.operators, &secrets, &origin_of)?;
+        let hooks = crate::hooks::resolve(parsed.hooks.unwrap_or_default(), &secrets, &origin_of)?;
         let agent =
             crate::agent::resolve(parsed.agent.unwrap_or_default(), &providers, &origin_of)?;
         let tools = parsed.tools.unwrap_or_default();
@@ -253,6 +256,7 @@ impl Config {
             implicit_local,
             secrets,
             channels,
+            hooks,
             files: merged.files,
             entries: Vec::new(),
         };

@@ -1,6 +1,7 @@
 //! reef-security: pure security policy for reef (no I/O): SSRF rules for outbound requests,
 //! the command rules that decide which shell commands wait for the operator's approval, and
-//! secret fingerprints that recognise a secret's value without keeping it.
+//! secret fingerprints that recognise a secret's value without keeping it, and webhook
+//! signatures (GitHub's and reef's HMAC-SHA256).
 //!
 //! Callers classify addresses with [`classify_ip`] and ask an [`SsrfPolicy`] whether a URL
 //! (before resolution) and its resolved addresses (before connecting) may be used.
@@ -9,6 +10,7 @@ mod commands;
 mod fingerprint;
 mod ip;
 mod ssrf;
+pub mod webhook;
 
 pub use commands::{CommandDecision, CommandRules, DEFAULT_DANGEROUS};
 pub use fingerprint::{fingerprint, fingerprint_matches, redact_fingerprinted};

@@ -9,6 +9,7 @@ mod dto;
 mod error;
 mod extract;
 mod handlers;
+mod hooks;
 mod openapi;
 mod routes;
 mod sse;
@@ -27,7 +28,7 @@ pub struct AppState {
     pub runtime: Runtime,
 }
 
-/// The router with every route behind the bearer token `token`.
+/// The router: every API route behind the bearer token `token`, and the webhooks.
 pub fn router(runtime: Runtime, token: &str) -> Router {
     let mut router: Router<AppState> = Router::new();
     for route in routes::table() {
@@ -43,7 +44,17 @@ pub fn router(runtime: Runtime, token: &str) -> Router {
             token,
             auth::require_token,
         ))
+        .merge(hooks_router(&runtime))
         .with_state(AppState { runtime })
+}
+
+/// `POST /hooks/NAME`, outside the bearer token (a delivery's signature authenticates it),
+/// with bodies up to `hooks.max_body`.
+fn hooks_router(runtime: &Runtime) -> Router<AppState> {
+    let limit = usize::try_from(runtime.config().hooks.max_body).unwrap_or(usize::MAX);
+    Router::new()
+        .route("/hooks/{name}", axum::routing::post(hooks::deliver))
+        .layer(axum::extract::DefaultBodyLimit::max(limit))
 }
 
 /// Serves `router` on `listener` until `shutdown` completes, then finishes open requests.

@@ -5,6 +5,7 @@
 mod channels;
 mod context;
 mod errors;
+mod hooks;
 mod layering;
 mod memory;
 mod project;

@@ -2,4 +2,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod api;
+mod hooks;
 mod openapi;

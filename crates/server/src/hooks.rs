@@ -1,0 +1,187 @@
+//! `POST /hooks/NAME`: inbound webhooks. A delivery must be signed with the hook's secret
+//! (GitHub's `X-Hub-Signature-256`, or `X-Reef-Signature: t=UNIX,v1=HEX` within five
+//! minutes), and each signature is accepted once. Its payload (JSON pretty-printed, or text)
+//! becomes a message to an agent or the task of a one-off agent. Anything refused is a 401
+//! and a `hook.refused` event; nothing reaches an agent. No bearer token: the signature is
+//! the authentication.
+
+use crate::AppState;
+use crate::error::ApiError;
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use reef_config::{HookRoute, read_secret};
+use reef_runtime::{MAX_MESSAGE_BYTES, Runtime, Sender, SpawnRequest};
+use reef_security::webhook::{self, SignatureError};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// How long an accepted signature is remembered (a GitHub signature carries no time).
+const REMEMBER: Duration = Duration::from_secs(30 * 24 * 3600);
+
+pub async fn deliver(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let rt = &s.runtime;
+    let hooks = &rt.config().hooks;
+    let hook = hooks
+        .hooks
+        .get(&name)
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, format!("no hook named `{name}`")))?;
+    if body.len() as u64 > hooks.max_body {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is over hooks.max_body ({} bytes)", hooks.max_body),
+        ));
+    }
+    let spec = rt
+        .config()
+        .secrets
+        .iter()
+        .find(|s| s.name == hook.secret)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the hook's secret is not configured",
+            )
+        })?;
+    let secret = read_secret(spec).map_err(|e| {
+        tracing::error!(hook = %name, error = %e, "a webhook's secret cannot be read");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the hook's secret cannot be read",
+        )
+    })?;
+    let header = |h: &str| headers.get(h).and_then(|v| v.to_str().ok());
+    let verified = match (header("x-reef-signature"), header("x-hub-signature-256")) {
+        (Some(reef), _) => {
+            webhook::verify_reef(secret.expose().as_bytes(), &body, reef, unix_now())
+        }
+        (None, Some(github)) => webhook::verify_github(secret.expose().as_bytes(), &body, github),
+        (None, None) => Err(SignatureError::Missing),
+    };
+    let verified = match verified {
+        Ok(v) => v,
+        Err(e) => return Err(refuse(rt, &name, &e.to_string()).await),
+    };
+    let fresh = rt
+        .store()
+        .accept_hook_delivery(&name, &verified.digest, REMEMBER)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    if !fresh {
+        return Err(refuse(rt, &name, "this signature was accepted before (a replay)").await);
+    }
+    let text = message(&name, header("x-github-event"), &body);
+    let key = format!("hook:{name}:{}", verified.digest);
+    let agent = match &hook.route {
+        HookRoute::Agent(agent) => {
+            rt.send_message(
+                agent,
+                Sender::Channel(&format!("hook:{name}")),
+                &text,
+                &key,
+                None,
+            )
+            .await?;
+            agent.clone()
+        }
+        HookRoute::SpawnOnce(template) => {
+            let agent = format!(
+                "{name}-{}",
+                &verified.digest[..12.min(verified.digest.len())]
+            );
+            rt.spawn_agent(
+                SpawnRequest {
+                    name: agent.clone(),
+                    template: template.clone(),
+                    task: Some(text),
+                    ephemeral: true,
+                    ..SpawnRequest::default()
+                },
+                None,
+            )
+            .await?;
+            agent
+        }
+    };
+    if let Err(e) = rt
+        .record_event("hook.accepted", None, json!({"hook": name, "agent": agent}))
+        .await
+    {
+        tracing::warn!(hook = %name, error = %e, "cannot record a webhook event");
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"hook": name, "agent": agent})),
+    ))
+}
+
+async fn refuse(rt: &Runtime, hook: &str, reason: &str) -> ApiError {
+    tracing::warn!(%hook, %reason, "a webhook delivery is refused");
+    if let Err(e) = rt
+        .record_event(
+            "hook.refused",
+            None,
+            json!({"hook": hook, "reason": reason}),
+        )
+        .await
+    {
+        tracing::warn!(%hook, error = %e, "cannot record a webhook event");
+    }
+    ApiError::new(StatusCode::UNAUTHORIZED, reason)
+}
+
+/// The message an agent gets: which hook (and GitHub event), then the payload, JSON
+/// pretty-printed, cut to what a message may hold.
+fn message(hook: &str, event: Option<&str>, body: &[u8]) -> String {
+    let payload = match serde_json::from_slice::<Value>(body) {
+        Ok(json) => serde_json::to_string_pretty(&json).unwrap_or_else(|_| json.to_string()),
+        Err(_) => String::from_utf8_lossy(body).into_owned(),
+    };
+    let head = match event {
+        Some(event) => format!("Webhook `{hook}` delivery (event: {event}):\n"),
+        None => format!("Webhook `{hook}` delivery:\n"),
+    };
+    let room = MAX_MESSAGE_BYTES - head.len() - 100;
+    if payload.len() <= room {
+        return format!("{head}{payload}");
+    }
+    let mut end = room;
+    while !payload.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{head}{}\n… (cut: the payload has {} bytes)",
+        &payload[..end],
+        payload.len()
+    )
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_payloads_are_pretty_and_long_ones_cut() {
+        let text = message("gh", Some("push"), br#"{"ref":"main"}"#);
+        assert_eq!(
+            text,
+            "Webhook `gh` delivery (event: push):\n{\n  \"ref\": \"main\"\n}"
+        );
+        let long = "é".repeat(MAX_MESSAGE_BYTES);
+        let cut = message("gh", None, long.as_bytes());
+        assert!(cut.len() <= MAX_MESSAGE_BYTES, "{}", cut.len());
+        assert!(cut.ends_with(&format!("(cut: the payload has {} bytes)", long.len())));
+    }
+}
