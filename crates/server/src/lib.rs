@@ -1,5 +1,6 @@
 //! reef-server: the daemon's HTTP API on axum — REST for agents, messages, rooms, questions
-//! and approvals, sessions and events, the channels' states, an SSE event stream, bearer-token auth on every route,
+//! and approvals, sessions and events, the channels' states, an OpenAI-compatible chat
+//! endpoint, inbound webhooks, an SSE event stream, bearer-token auth on every route,
 //! and an OpenAPI document generated from the same route table as the router.
 
 mod auth;
@@ -10,6 +11,7 @@ mod error;
 mod extract;
 mod handlers;
 mod hooks;
+mod openai;
 mod openapi;
 mod routes;
 mod sse;

@@ -427,6 +427,26 @@ pub(crate) fn table() -> Vec<Route> {
             get(h::events),
         ),
     ];
+    routes.push(route(
+        "get",
+        "/v1/models",
+        "listModels",
+        "OpenAI-compatible: the agents (agent:NAME) and templates (template:NAME) a chat completion may name",
+        &[],
+        None,
+        (200, Some(schema::<crate::openai::ModelList>)),
+        get(crate::openai::models),
+    ));
+    routes.push(route(
+        "post",
+        "/v1/chat/completions",
+        "chatCompletions",
+        "OpenAI-compatible chat completion by an agent (agent:NAME) or a one-off agent (template:NAME); with stream=true, chat.completion.chunk events and [DONE]",
+        &[],
+        Some(schema::<crate::openai::ChatRequest>),
+        (200, None),
+        axum::routing::post(crate::openai::completions),
+    ));
     let mut stream = route(
         "get",
         "/v1/events/stream",

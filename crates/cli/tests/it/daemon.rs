@@ -69,6 +69,14 @@ impl Daemon {
         serde_json::from_str(&text).unwrap_or(Value::Null)
     }
 
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
+    pub(crate) fn token(&self) -> &str {
+        &self.token
+    }
+
     pub(crate) async fn get(&self, path: &str) -> Value {
         self.call(reqwest::Method::GET, path, None).await
     }

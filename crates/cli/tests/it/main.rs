@@ -13,6 +13,7 @@ mod escapes;
 mod failures;
 mod memory;
 mod models;
+mod openai;
 mod replay;
 mod sandbox;
 mod secrets;

@@ -19,21 +19,23 @@ pub(crate) async fn event(rt: &Runtime, agent: &AgentId, kind: &str, data: Value
     rt.bus().poke();
 }
 
-/// Records what a session reported while working on inbox message `inbox_id` from `from`
-/// (the end of a turn names the sender, so a channel can route the answer back).
+/// Records what a session reported while working on inbox messages `ids` (the first from
+/// `from`); the end of a turn names them and the sender, so a channel or a waiting request
+/// finds the answer.
 pub(super) async fn session_event(
     rt: &Runtime,
     agent: &AgentId,
-    (inbox_id, from): (u64, Option<&str>),
+    (ids, from): (&[u64], Option<&str>),
     msg: EventMsg,
 ) {
-    if let Some((kind, data)) = translate(inbox_id, from, msg) {
+    if let Some((kind, data)) = translate(ids, from, msg) {
         event(rt, agent, kind, data).await;
     }
 }
 
 /// The daemon event for a protocol event; `None` for those not kept (streamed text, …).
-fn translate(inbox_id: u64, from: Option<&str>, msg: EventMsg) -> Option<(&'static str, Value)> {
+fn translate(ids: &[u64], from: Option<&str>, msg: EventMsg) -> Option<(&'static str, Value)> {
+    let inbox_id = ids.first().copied().unwrap_or(0);
     Some(match msg {
         EventMsg::ToolCallBegin {
             call_id,
@@ -92,8 +94,8 @@ fn translate(inbox_id: u64, from: Option<&str>, msg: EventMsg) -> Option<(&'stat
             usage,
         } => (
             "turn.ended",
-            json!({"inbox_id": inbox_id, "from": from, "outcome": outcome, "rounds": rounds,
-                   "usage": usage}),
+            json!({"inbox_id": inbox_id, "inbox_ids": ids, "from": from, "outcome": outcome,
+                   "rounds": rounds, "usage": usage}),
         ),
         EventMsg::TurnStarted { .. } | EventMsg::ModelDelta { .. } | EventMsg::ShutdownComplete => {
             return None;

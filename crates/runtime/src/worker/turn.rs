@@ -80,8 +80,9 @@ impl Worker {
                         broken = Some(Next::Backoff(STORE_RETRY));
                         break;
                     };
-                    let first = pending.get(&event.id).and_then(|m| m.first());
-                    let origin = (first.map_or(0, |m| m.id), first.map(|m| m.sender.clone()));
+                    let read = pending.get(&event.id);
+                    let ids: Vec<u64> = read.map(|m| m.iter().map(|m| m.id).collect()).unwrap_or_default();
+                    let from = read.and_then(|m| m.first()).map(|m| m.sender.clone());
                     match &event.msg {
                         EventMsg::SteerReturned { .. } => {
                             if let Some(returned) = pending.remove(&event.id) {
@@ -101,7 +102,7 @@ impl Worker {
                         EventMsg::TurnEnded { outcome, .. } => Some(outcome.clone()),
                         _ => None,
                     };
-                    record::session_event(rt, &record.id, (origin.0, origin.1.as_deref()), event.msg).await;
+                    record::session_event(rt, &record.id, (&ids, from.as_deref()), event.msg).await;
                     if let Some(outcome) = ended
                         && let Some(messages) = pending.remove(&event.id)
                     {

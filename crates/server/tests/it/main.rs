@@ -3,4 +3,5 @@
 
 mod api;
 mod hooks;
+mod openai;
 mod openapi;
