@@ -50,7 +50,7 @@ pub async fn supervise(
         };
         failures = failures.saturating_add(1);
         let wait = backoff(failures);
-        let next = unix_now() + i64::try_from(wait.as_secs()).unwrap_or(i64::MAX);
+        let next = reef_store::unix_now() + i64::try_from(wait.as_secs()).unwrap_or(i64::MAX);
         tracing::warn!(channel = %what.layout.name, error = %error, retry_in = ?wait, "channel down");
         report(
             &rt,
@@ -87,7 +87,7 @@ async fn report(
         kind: what.kind.to_owned(),
         target: what.target.clone(),
         state,
-        since_unix: unix_now(),
+        since_unix: reef_store::unix_now(),
         error: error.map(ToString::to_string),
         failures,
         next_attempt_unix,
@@ -95,12 +95,6 @@ async fn report(
         queued: 0,
     })
     .await;
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

@@ -58,9 +58,12 @@ pub async fn deliver(
     })?;
     let header = |h: &str| headers.get(h).and_then(|v| v.to_str().ok());
     let verified = match (header("x-reef-signature"), header("x-hub-signature-256")) {
-        (Some(reef), _) => {
-            webhook::verify_reef(secret.expose().as_bytes(), &body, reef, unix_now())
-        }
+        (Some(reef), _) => webhook::verify_reef(
+            secret.expose().as_bytes(),
+            &body,
+            reef,
+            reef_store::unix_now(),
+        ),
         (None, Some(github)) => webhook::verify_github(secret.expose().as_bytes(), &body, github),
         (None, None) => Err(SignatureError::Missing),
     };
@@ -160,12 +163,6 @@ fn message(hook: &str, event: Option<&str>, body: &[u8]) -> String {
         &payload[..end],
         payload.len()
     )
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

@@ -176,7 +176,7 @@ pub async fn completions(
                 format!("the agent did not answer within {}s", TURN_WAIT.as_secs()),
             )
         })??;
-    let created = unix_now();
+    let created = reef_store::unix_now();
     let usage = json!({
         "prompt_tokens": answer.usage["input_tokens"].as_u64().unwrap_or(0),
         "completion_tokens": answer.usage["output_tokens"].as_u64().unwrap_or(0),
@@ -336,12 +336,6 @@ fn pieces(text: &str) -> Vec<String> {
         out.push(current);
     }
     out
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

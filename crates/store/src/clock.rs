@@ -46,6 +46,13 @@ pub fn timestamp_ago(ago: std::time::Duration) -> String {
     format_rfc3339_ms(then)
 }
 
+/// Seconds since the Unix epoch now (0 for a clock before 1970).
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
 /// The store's timestamp for midnight UTC today, for "today" queries.
 pub fn start_of_today() -> String {
     let now = OffsetDateTime::now_utc();

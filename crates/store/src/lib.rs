@@ -31,7 +31,7 @@ mod vectors;
 
 pub use agents::{AgentRecord, NewAgent};
 pub use chunk::chunks;
-pub use clock::{start_of_today, timestamp_ago};
+pub use clock::{start_of_today, timestamp_ago, unix_now};
 pub use compactions::{CompactionRecord, NewCompaction};
 pub use error::StoreError;
 pub use events::StoredEvent;

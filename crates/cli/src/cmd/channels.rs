@@ -21,7 +21,7 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
     if list.is_empty() {
         println!("no channels are configured (add a [channels.NAME] table to reef.toml)");
     }
-    let now = unix_now();
+    let now = reef_store::unix_now();
     for c in &list {
         println!("{}", line(c, now));
     }
@@ -65,12 +65,6 @@ fn ago(secs: i64) -> String {
         60..3600 => format!("{}m", secs / 60),
         _ => format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60),
     }
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]
