@@ -3,6 +3,7 @@
 //! client that plays the people on it.
 
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -19,6 +20,9 @@ pub struct Ngircd {
     program: PathBuf,
     dir: tempfile::TempDir,
     port: u16,
+    /// With [`Ngircd::start_tls`]: the TLS port and the PEM of the CA that signed its
+    /// certificate (for `127.0.0.1`).
+    tls: Option<(u16, String)>,
     child: Option<Child>,
 }
 
@@ -28,19 +32,49 @@ impl Ngircd {
     /// # Panics
     /// When ngircd is not installed (the message gives the install line) or does not start.
     pub fn start() -> Ngircd {
+        Ngircd::launch_with(false)
+    }
+
+    /// Like [`Ngircd::start`], with a TLS port too, its certificate for `127.0.0.1` signed by
+    /// a CA made for the test with the `openssl` command.
+    ///
+    /// # Panics
+    /// As `start`, and when `openssl` is missing or fails.
+    pub fn start_tls() -> Ngircd {
+        Ngircd::launch_with(true)
+    }
+
+    fn launch_with(tls: bool) -> Ngircd {
         let program = find_ngircd();
         let dir = tempfile::tempdir().must("temporary directory");
+        // ngircd drops to an unprivileged user before it reads its certificate.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .must("open the temporary directory to ngircd's user");
         let port = free_port();
+        let tls = tls.then(|| (free_port(), make_certificates(dir.path())));
+        let mut text = config_text(port);
+        if let Some((tls_port, _)) = &tls {
+            let d = dir.path().display();
+            text.push_str(&format!(
+                "[SSL]\nCertFile = {d}/cert.pem\nKeyFile = {d}/key.pem\nPorts = {tls_port}\n"
+            ));
+        }
         let config = dir.path().join("ngircd.conf");
-        std::fs::write(&config, config_text(port)).must("write the ngircd configuration");
+        std::fs::write(&config, text).must("write the ngircd configuration");
         let mut server = Ngircd {
             program,
             dir,
             port,
+            tls,
             child: None,
         };
         server.launch();
         server
+    }
+
+    /// The TLS port and the CA's PEM, for a server from [`Ngircd::start_tls`].
+    pub fn tls(&self) -> Option<(u16, &str)> {
+        self.tls.as_ref().map(|(port, pem)| (*port, pem.as_str()))
     }
 
     pub fn port(&self) -> u16 {
@@ -115,6 +149,77 @@ impl<T, E: std::fmt::Display> Must<T> for Result<T, E> {
             Err(err) => panic!("{what}: {err}"),
         }
     }
+}
+
+/// A CA and a certificate for `127.0.0.1` signed by it, in `dir` (`cert.pem`, `key.pem`,
+/// readable by ngircd's user); returns the CA's PEM.
+fn make_certificates(dir: &std::path::Path) -> String {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .must("run openssl (apt-get install -y openssl)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .must("write the certificate extensions");
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=reef test CA",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "leaf.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "cert.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "leaf.ext",
+    ]);
+    for file in ["cert.pem", "key.pem"] {
+        std::fs::set_permissions(dir.join(file), std::fs::Permissions::from_mode(0o644))
+            .must("let ngircd's user read the certificate");
+    }
+    std::fs::read_to_string(dir.join("ca.pem")).must("read the CA certificate")
 }
 
 fn find_ngircd() -> PathBuf {

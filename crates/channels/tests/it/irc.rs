@@ -293,3 +293,39 @@ async fn tls_against_a_plain_port_fails_the_handshake_and_says_so() {
     assert!(err.to_string().contains("TLS handshake"), "{err}");
     assert!(err.to_string().contains("set tls = false"), "{err}");
 }
+
+#[tokio::test]
+async fn over_tls_the_channel_checks_the_certificate_and_works() {
+    let server = Ngircd::start_tls();
+    let (tls_port, ca) = server.tls().unwrap();
+    let roots = |pem: &str| {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        roots
+    };
+    let mut tls = config(tls_port);
+    tls.tls = true;
+    let mut irc =
+        IrcChannel::new(tls.clone(), vec![], Credentials::default(), Some(roots(ca))).unwrap();
+    irc.connect(&agents(&["ada"])).await.unwrap();
+    let mut bob = IrcClient::connect(server.port(), "bob").await;
+    bob.say("ada", "over tls?").await;
+    let Inbound::Message { text, .. } = next(&mut irc).await else {
+        panic!("expected a message");
+    };
+    assert_eq!(text, "over tls?");
+    // A certificate no trusted CA signed is refused.
+    let mut untrusted = IrcChannel::new(
+        tls,
+        vec![],
+        Credentials::default(),
+        Some(rustls::RootCertStore::empty()),
+    )
+    .unwrap();
+    let err = untrusted.connect(&[]).await.unwrap_err();
+    assert!(err.to_string().contains("TLS handshake"), "{err}");
+}
