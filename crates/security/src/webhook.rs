@@ -35,13 +35,15 @@ pub fn verify_github(secret: &[u8], body: &[u8], header: &str) -> Result<Verifie
         .trim()
         .strip_prefix("sha256=")
         .ok_or(SignatureError::Malformed("expected sha256=HEX"))?;
-    let expected = decode_hex(hex).ok_or(SignatureError::Malformed("the digest is not hex"))?;
-    let mut mac = new_mac(secret);
+    let expected = decode_hex(hex).ok_or(SignatureError::Malformed(
+        "the digest is not 64 hexadecimal digits",
+    ))?;
+    let mut mac = new_mac(secret)?;
     mac.update(body);
     mac.verify_slice(&expected)
         .map_err(|_| SignatureError::Mismatch)?;
     Ok(Verified {
-        digest: hex.to_ascii_lowercase(),
+        digest: encode_hex(&expected),
     })
 }
 
@@ -63,7 +65,8 @@ pub fn verify_reef(
                         .map_err(|_| SignatureError::Malformed("t is not a Unix time"))?,
                 );
             }
-            Some(("v1", hex)) => digests.push(hex),
+            Some(("v1", hex)) if digests.len() < MAX_CANDIDATES => digests.push(hex),
+            Some(("v1", _)) => return Err(SignatureError::Malformed("more than 4 v1= digests")),
             _ => {}
         }
     }
@@ -75,17 +78,19 @@ pub fn verify_reef(
     if skew.abs() > SIGNATURE_TOLERANCE_SECS {
         return Err(SignatureError::Stale(skew));
     }
+    // One MAC over the body, compared with each candidate in constant time.
+    let mut mac = new_mac(secret)?;
+    mac.update(t.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    let actual = mac.finalize().into_bytes();
     for hex in digests {
         let Some(expected) = decode_hex(hex) else {
             continue;
         };
-        let mut mac = new_mac(secret);
-        mac.update(t.to_string().as_bytes());
-        mac.update(b".");
-        mac.update(body);
-        if mac.verify_slice(&expected).is_ok() {
+        if constant_time_eq(&actual, &expected) {
             return Ok(Verified {
-                digest: hex.to_ascii_lowercase(),
+                digest: encode_hex(&expected),
             });
         }
     }
@@ -94,7 +99,7 @@ pub fn verify_reef(
 
 /// `t=NOW,v1=HEX` for `body`: what a sender puts in `X-Reef-Signature`.
 pub fn sign_reef(secret: &[u8], body: &[u8], now: i64) -> String {
-    let mut mac = new_mac(secret);
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).unwrap_or_else(|_| empty_key());
     mac.update(now.to_string().as_bytes());
     mac.update(b".");
     mac.update(body);
@@ -103,25 +108,35 @@ pub fn sign_reef(secret: &[u8], body: &[u8], now: i64) -> String {
 
 /// `sha256=HEX` for `body`, as GitHub signs.
 pub fn sign_github(secret: &[u8], body: &[u8]) -> String {
-    let mut mac = new_mac(secret);
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).unwrap_or_else(|_| empty_key());
     mac.update(body);
     format!("sha256={}", encode_hex(&mac.finalize().into_bytes()))
 }
 
-fn new_mac(secret: &[u8]) -> Hmac<Sha256> {
-    // HMAC takes a key of any length; this cannot fail.
-    match Hmac::<Sha256>::new_from_slice(secret) {
-        Ok(mac) => mac,
-        Err(_) => unreachable!("HMAC accepts keys of every length"),
-    }
+/// The most `v1=` digests a header may carry (a secret's rotation needs two).
+const MAX_CANDIDATES: usize = 4;
+
+fn new_mac(secret: &[u8]) -> Result<Hmac<Sha256>, SignatureError> {
+    // HMAC takes keys of every length; the error type exists for other MACs.
+    Hmac::<Sha256>::new_from_slice(secret).map_err(|_| SignatureError::Mismatch)
+}
+
+fn empty_key() -> Hmac<Sha256> {
+    <Hmac<Sha256> as hmac::digest::KeyInit>::new(&Default::default())
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn encode_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A SHA-256 digest in hex: exactly 64 hexadecimal digits (no sign, no spaces), so one
+/// digest has one spelling up to case, which replay protection relies on.
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) || hex.len() > 128 {
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..hex.len())
@@ -158,6 +173,26 @@ mod tests {
         ));
         assert!(matches!(
             verify_github(secret, b"x", "sha256=zz"),
+            Err(SignatureError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn a_digest_has_one_spelling() {
+        let secret = b"It's a Secret to Everybody";
+        let hex = GITHUB_EXAMPLE.strip_prefix("sha256=").unwrap();
+        let upper = format!("sha256={}", hex.to_ascii_uppercase());
+        let verified = verify_github(secret, b"Hello, World!", &upper).unwrap();
+        assert_eq!(verified.digest, hex);
+        // `+f` parses as a byte too, but is not a hex digit pair.
+        let signed = format!("sha256=+{}", &hex[1..]);
+        assert!(matches!(
+            verify_github(secret, b"Hello, World!", &signed),
+            Err(SignatureError::Malformed(_))
+        ));
+        let many = format!("t=5,{}", "v1=00,".repeat(5));
+        assert!(matches!(
+            verify_reef(secret, b"x", &many, 5),
             Err(SignatureError::Malformed(_))
         ));
     }

@@ -218,9 +218,9 @@ where
     send(write, &message("USER", &[&nick, "0", "*", reg.realname])?).await?;
     let mut welcomed = false;
     let mut casemapping = Casemapping::default();
-    let mut buf = Vec::new();
+    let mut lines = Lines::default();
     loop {
-        let Some((line, _)) = read_line(read, &mut buf).await? else {
+        let Some((line, _)) = lines.next(read).await? else {
             return Err(ChannelError::Connection(
                 "the server closed the connection while registering".to_owned(),
             ));
@@ -360,47 +360,55 @@ async fn send_raw<W: AsyncWrite + Unpin>(write: &mut W, line: &str) -> Result<()
         .map_err(|e| ChannelError::Connection(format!("cannot write to the server: {e}")))
 }
 
-/// Reads one line (cut at [`READ_MAX_BYTES`]) and parses it; lines that are not IRC are
-/// skipped. `None` at the end of the stream; the flag says invalid UTF-8 was replaced.
-async fn read_line<R: AsyncRead + Unpin>(
-    read: &mut BufReader<R>,
-    buf: &mut Vec<u8>,
-) -> Result<Option<(Message, bool)>, ChannelError> {
-    loop {
-        buf.clear();
-        let n = (&mut *read)
-            .take(READ_MAX_BYTES as u64)
-            .read_until(b'\n', buf)
-            .await
-            .map_err(|e| ChannelError::Connection(format!("cannot read from the server: {e}")))?;
-        if n == 0 {
-            return Ok(None);
-        }
-        if buf.last() != Some(&b'\n') && n == READ_MAX_BYTES {
-            // Skip the rest of an overlong line, a bounded piece at a time.
-            let mut rest = Vec::new();
-            loop {
-                rest.clear();
-                let n = (&mut *read)
-                    .take(READ_MAX_BYTES as u64)
-                    .read_until(b'\n', &mut rest)
-                    .await
-                    .map_err(|e| {
-                        ChannelError::Connection(format!("cannot read from the server: {e}"))
-                    })?;
-                if n == 0 || rest.last() == Some(&b'\n') {
-                    break;
-                }
+/// Reads lines and parses them; lines that are not IRC are skipped, and so is a line over
+/// [`READ_MAX_BYTES`]. Cancel-safe: the bytes of a line a cancelled call had read stay in
+/// the buffer and the next call goes on from them, so a timeout never splits a line in two.
+#[derive(Default)]
+struct Lines {
+    buf: Vec<u8>,
+    /// Inside an overlong line: drop everything to its end.
+    skipping: bool,
+}
+
+impl Lines {
+    /// The next line, `None` at the end of the stream; the flag says invalid UTF-8 was
+    /// replaced.
+    async fn next<R: AsyncRead + Unpin>(
+        &mut self,
+        read: &mut BufReader<R>,
+    ) -> Result<Option<(Message, bool)>, ChannelError> {
+        loop {
+            let room = READ_MAX_BYTES.saturating_sub(self.buf.len()).max(1);
+            let n = (&mut *read)
+                .take(room as u64)
+                .read_until(b'\n', &mut self.buf)
+                .await
+                .map_err(|e| {
+                    ChannelError::Connection(format!("cannot read from the server: {e}"))
+                })?;
+            if n == 0 {
+                return Ok(None);
             }
-        }
-        while matches!(buf.last(), Some(b'\n' | b'\r')) {
-            buf.pop();
-        }
-        let text = String::from_utf8_lossy(buf);
-        let lossy = matches!(text, std::borrow::Cow::Owned(_));
-        match Message::parse(&text) {
-            Ok(message) => return Ok(Some((message, lossy))),
-            Err(err) => tracing::debug!(%err, line = %text, "skipped a line that is not IRC"),
+            if self.buf.last() != Some(&b'\n') {
+                if self.buf.len() >= READ_MAX_BYTES {
+                    self.buf.clear();
+                    self.skipping = true;
+                }
+                continue;
+            }
+            let mut line = std::mem::take(&mut self.buf);
+            if std::mem::take(&mut self.skipping) {
+                continue;
+            }
+            while matches!(line.last(), Some(b'\n' | b'\r')) {
+                line.pop();
+            }
+            let text = String::from_utf8_lossy(&line);
+            let lossy = matches!(text, std::borrow::Cow::Owned(_));
+            match Message::parse(&text) {
+                Ok(message) => return Ok(Some((message, lossy))),
+                Err(err) => tracing::debug!(%err, line = %text, "skipped a line that is not IRC"),
+            }
         }
     }
 }
@@ -411,10 +419,10 @@ async fn read_loop<R: AsyncRead + Unpin>(
     events: mpsc::Sender<(u64, ConnEvent)>,
     urgent: mpsc::UnboundedSender<String>,
 ) {
-    let mut buf = Vec::new();
+    let mut lines = Lines::default();
     let mut pinged = false;
     let reason = loop {
-        let line = match tokio::time::timeout(IDLE, read_line(&mut read, &mut buf)).await {
+        let line = match tokio::time::timeout(IDLE, lines.next(&mut read)).await {
             Err(_) if pinged => {
                 break format!("no word from the server for {}s", 2 * IDLE.as_secs());
             }
@@ -523,6 +531,30 @@ mod tests {
         assert_eq!(long.shorten().as_deref(), Some("a-very-l"));
         assert_eq!(long.next().as_deref(), Some("a-very-l2"));
         assert_eq!(long.shorten(), None);
+    }
+
+    #[tokio::test]
+    async fn a_line_cut_by_a_cancelled_read_is_not_split_in_two() {
+        use tokio::io::AsyncWriteExt;
+        let (mut server, client) = tokio::io::duplex(64 * 1024);
+        let mut read = BufReader::new(client);
+        let mut lines = Lines::default();
+        server
+            .write_all(b":alice!a@h PRIVMSG #control :hel")
+            .await
+            .unwrap();
+        // The read is cancelled in the middle of the line, as the idle timeout does.
+        let cut = tokio::time::timeout(Duration::from_millis(50), lines.next(&mut read)).await;
+        assert!(cut.is_err());
+        server.write_all(b"lo\r\n:x PRIVMSG #y :").await.unwrap();
+        server.write_all(&[b'z'; READ_MAX_BYTES]).await.unwrap();
+        server.write_all(b"\r\nPING :t\r\n").await.unwrap();
+        let (message, _) = lines.next(&mut read).await.unwrap().unwrap();
+        assert_eq!(message.prefix(), Some("alice!a@h"));
+        assert_eq!(message.params(), ["#control", "hello"]);
+        // The overlong line is skipped whole; the next one is read.
+        let (message, _) = lines.next(&mut read).await.unwrap().unwrap();
+        assert_eq!(message.command(), "PING");
     }
 
     #[test]
