@@ -72,7 +72,9 @@ impl Origin {
 }
 
 /// The agent a `spawn:` route creates for a conversation with `peer` on `channel`: both
-/// names folded to what an agent name may hold, at most 40 characters.
+/// names folded to what an agent name may hold, then a hash of the peer's name (case folded)
+/// so that nicks folding alike (`a[b`, `a]b`) or cut alike keep agents of their own; at most
+/// 40 characters.
 pub fn conversation_agent(channel: &str, peer: &str) -> String {
     let fold = |s: &str| -> String {
         s.chars()
@@ -86,14 +88,22 @@ pub fn conversation_agent(channel: &str, peer: &str) -> String {
             })
             .collect()
     };
+    // FNV-1a: stable across releases, unlike the standard library's hasher.
+    let hash = peer
+        .to_ascii_lowercase()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
     let mut name = format!("{}-{}", fold(channel), fold(peer));
-    name.truncate(40);
-    let name = name.trim_matches('-').to_owned();
-    if name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        name
+    name.truncate(33);
+    let name = name.trim_matches('-');
+    let name = if name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        name.to_owned()
     } else {
         format!("c{name}")
-    }
+    };
+    format!("{name}-{:06x}", hash & 0xff_ffff)
 }
 
 #[cfg(test)]
@@ -131,10 +141,33 @@ mod tests {
     }
 
     #[test]
-    fn conversation_agents_have_valid_names() {
-        assert_eq!(conversation_agent("irc", "Alice"), "irc-alice");
-        assert_eq!(conversation_agent("irc", "[m]|x"), "irc--m--x");
-        assert_eq!(conversation_agent("_t", "x").chars().next(), Some('t'));
-        assert!(conversation_agent("irc", &"n".repeat(80)).len() <= 40);
+    fn conversation_agents_have_valid_distinct_names() {
+        let alice = conversation_agent("irc", "Alice");
+        assert!(alice.starts_with("irc-alice-"), "{alice}");
+        assert_eq!(alice, conversation_agent("irc", "alice"));
+        assert_ne!(
+            conversation_agent("irc", "a[b"),
+            conversation_agent("irc", "a]b")
+        );
+        let long = "n".repeat(80);
+        assert_ne!(
+            conversation_agent("irc", &long),
+            conversation_agent("irc", &format!("{long}x"))
+        );
+        for name in [
+            alice,
+            conversation_agent("_t", "x"),
+            conversation_agent("irc", &long),
+        ] {
+            assert!(name.len() <= 40, "{name}");
+            assert!(
+                name.starts_with(|c: char| c.is_ascii_alphanumeric()),
+                "{name}"
+            );
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            );
+        }
     }
 }

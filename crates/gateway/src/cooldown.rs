@@ -1,6 +1,7 @@
-//! The agent-to-agent cooldown: once a message from one agent reaches another, nothing
+//! Rate rules. The agent-to-agent cooldown: once a message from one agent reaches another, nothing
 //! more passes between the two, either way, for the cooldown, so two agents that answer
-//! each other stop instead of talking until a budget runs out.
+//! each other stop instead of talking until a budget runs out. And [`Quiet`]: one answer per
+//! person per period for what they may not do.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -42,6 +43,45 @@ impl Cooldown {
     }
 }
 
+/// At most one answer per key per period: what a person who may not do something is told,
+/// so they cannot make reef talk (or record) without bound.
+#[derive(Debug)]
+pub struct Quiet {
+    period: Duration,
+    last: HashMap<String, (Instant, u64)>,
+}
+
+impl Quiet {
+    pub fn new(period: Duration) -> Self {
+        Self {
+            period,
+            last: HashMap::new(),
+        }
+    }
+
+    /// `Some(n)` when `key` may be answered at `now` (`n` earlier attempts were held since
+    /// its last answer), `None` while it is held.
+    pub fn pass(&mut self, key: &str, now: Instant) -> Option<u64> {
+        let period = self.period;
+        self.last
+            .retain(|_, (at, _)| now.saturating_duration_since(*at) < period * 4);
+        match self.last.get_mut(key) {
+            Some((at, held)) if now.saturating_duration_since(*at) < period => {
+                *held += 1;
+                None
+            }
+            Some((at, held)) => {
+                *at = now;
+                Some(std::mem::take(held))
+            }
+            None => {
+                self.last.insert(key.to_owned(), (now, 0));
+                Some(0)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,6 +96,20 @@ mod tests {
         // Another pair is not affected.
         assert!(cooldown.pass("ada", "cy", start + Duration::from_secs(1)));
         assert!(cooldown.pass("bea", "ada", start + Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn a_person_is_answered_once_per_period_and_told_what_was_held() {
+        let start = Instant::now();
+        let mut quiet = Quiet::new(Duration::from_secs(10));
+        assert_eq!(quiet.pass("mallory", start), Some(0));
+        assert_eq!(quiet.pass("mallory", start + Duration::from_secs(1)), None);
+        assert_eq!(quiet.pass("mallory", start + Duration::from_secs(2)), None);
+        assert_eq!(quiet.pass("eve", start + Duration::from_secs(2)), Some(0));
+        assert_eq!(
+            quiet.pass("mallory", start + Duration::from_secs(10)),
+            Some(2)
+        );
     }
 
     #[test]

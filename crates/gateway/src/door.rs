@@ -21,6 +21,8 @@ use tokio::sync::{broadcast, watch};
 
 /// The longest answer sent to a channel, in bytes; the transcript keeps all of it.
 const MAX_ANSWER_BYTES: usize = 4000;
+/// How often one person is answered a refusal or a hint.
+const QUIET: Duration = Duration::from_secs(10);
 /// Events read from the history at once when catching up.
 const CATCH_UP: usize = 1000;
 
@@ -56,6 +58,8 @@ pub struct Door<'a> {
     /// The last event handled; the next connect catches up from here.
     last_seq: &'a mut u64,
     keys: u64,
+    /// Refusals and hints, per person.
+    quiet: crate::cooldown::Quiet,
 }
 
 impl<'a> Door<'a> {
@@ -82,6 +86,7 @@ impl<'a> Door<'a> {
             cooldown: Cooldown::new(layout.cooldown),
             last_seq,
             keys: 0,
+            quiet: crate::cooldown::Quiet::new(QUIET),
         })
     }
 
@@ -91,6 +96,9 @@ impl<'a> Door<'a> {
         events: &mut broadcast::Receiver<StoredEvent>,
         stop: &mut watch::Receiver<bool>,
     ) -> Ended {
+        let health = self.channel.health();
+        self.rt
+            .channel_counts(&self.layout.name, health.connected, health.queued);
         // What happened while the channel was down.
         if let Err(e) = self.catch_up().await {
             return Ended::Failed(e);
@@ -156,11 +164,17 @@ impl<'a> Door<'a> {
                 room,
                 author,
             } => {
+                let accepted = self.channel.is_operator(&author);
                 self.record(
                     "channel.invited",
-                    json!({"agent": agent, "room": room, "by": author.identity}),
+                    json!({"agent": agent, "room": room, "by": author.identity,
+                           "accepted": accepted}),
                 )
                 .await;
+                if !accepted {
+                    // Only an operator decides which rooms an agent reads.
+                    return Ok(());
+                }
                 self.channel.send(Outbound::Join { agent, room }).await
             }
             Inbound::Message {
@@ -188,10 +202,16 @@ impl<'a> Door<'a> {
     ) -> Result<(), ChannelError> {
         if let Some(line) = text.trim_start().strip_prefix('!') {
             if !self.channel.is_operator(&author) {
+                // Answered (and recorded) at most once per QUIET per person, so nobody can
+                // fill the send queue or the history with refusals.
+                let Some(held) = self.quiet.pass(&author.identity, Instant::now()) else {
+                    return Ok(());
+                };
                 let command = line.split_whitespace().next().unwrap_or_default();
                 self.record(
                     "operator.refused",
-                    json!({"identity": author.identity, "command": command}),
+                    json!({"identity": author.identity, "command": command,
+                           "held_before": held}),
                 )
                 .await;
                 let refusal = format!("{}: only operators may run commands here", author.name);
@@ -218,6 +238,9 @@ impl<'a> Door<'a> {
                 name
             }
             None => {
+                if self.quiet.pass(&author.identity, Instant::now()).is_none() {
+                    return Ok(());
+                }
                 let hint = format!(
                     "I take operator commands (!help lists them). To talk to an agent, name it \
                      in {} or message it directly.",
@@ -294,7 +317,11 @@ impl<'a> Door<'a> {
     async fn spawn_for(&self, name: &str, template: &str) -> Result<(), RuntimeError> {
         match self.rt.get_agent(name).await {
             Ok(agent) if !agent.state.is_final() => Ok(()),
-            _ => {
+            Ok(agent) => Err(RuntimeError::Conflict(format!(
+                "your agent {name} is {}; an operator can `!destroy {name}` to start afresh",
+                agent.state
+            ))),
+            Err(RuntimeError::NotFound(_)) => {
                 let request = SpawnRequest {
                     name: name.to_owned(),
                     template: template.to_owned(),
@@ -302,12 +329,20 @@ impl<'a> Door<'a> {
                 };
                 self.rt.spawn_agent(request, None).await.map(|_| ())
             }
+            Err(e) => Err(e),
         }
     }
 
     /// One event from the history.
     async fn event(&mut self, event: StoredEvent) -> Result<(), ChannelError> {
-        *self.last_seq = event.seq;
+        let seq = event.seq;
+        self.handle_event(event).await?;
+        // Only a handled event counts: one that failed is handled again after reconnecting.
+        *self.last_seq = seq;
+        Ok(())
+    }
+
+    async fn handle_event(&mut self, event: StoredEvent) -> Result<(), ChannelError> {
         let Some(agent_id) = &event.agent_id else {
             return Ok(());
         };
@@ -367,6 +402,22 @@ impl<'a> Door<'a> {
             ),
         };
         let from = event.data["from"].as_str().unwrap_or_default();
+        if event.data["inbox_ids"]
+            .as_array()
+            .is_some_and(|ids| ids.len() > 1)
+            && event.data["senders"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|x| x.as_str() != Some(from)))
+        {
+            // One answer to messages from several conversations (`collect`): sending it to
+            // any of them could show one person what another said in private.
+            let line = format!(
+                "{agent} answered messages from several conversations at once; the answer is \
+                 in its transcript (!logs {agent})"
+            );
+            let control = Conversation::Room(self.layout.control.clone());
+            return self.say(Speaker::Overseer, control, &line).await;
+        }
         match Origin::parse(&self.layout.name, from) {
             Some(origin) => {
                 // In a room the answer names who asked, unless it already starts so.
@@ -381,7 +432,9 @@ impl<'a> Door<'a> {
                 let speaker = self.speaker_for(agent);
                 self.say(speaker, origin.conversation(), &text).await
             }
-            None if self.present.contains(agent) => {
+            // A task the operator gave (`!invoke`, the API) is reported in the room; answers
+            // to other agents, webhooks and API clients go to them alone.
+            None if from == "operator" && self.present.contains(agent) => {
                 let room = Conversation::Room(self.layout.room.clone());
                 self.say(Speaker::Agent(agent.to_owned()), room, &text)
                     .await
@@ -434,7 +487,8 @@ impl<'a> Door<'a> {
 
     /// The agent speaks for itself when it is on the channel, else the overseer relays.
     fn speaker_for(&self, agent: &str) -> Speaker {
-        if self.present.contains(agent) {
+        let speaker = Speaker::Agent(agent.to_owned());
+        if self.present.contains(agent) && self.channel.handle(&speaker).is_some() {
             Speaker::Agent(agent.to_owned())
         } else {
             Speaker::Overseer
@@ -456,11 +510,10 @@ impl<'a> Door<'a> {
     /// Whether the agent's template puts it on this channel.
     async fn belongs(&self, agent: &str) -> bool {
         match self.rt.get_agent(agent).await {
-            Ok(record) => self
-                .rt
-                .templates()
-                .get(&record.template)
-                .is_none_or(|t| t.on_channel(&self.layout.name)),
+            // A one-off agent (a webhook's, a request's) answers its caller, not a room.
+            Ok(record) => {
+                !record.ephemeral && on_channel(self.rt, &record.template, &self.layout.name)
+            }
             Err(_) => false,
         }
     }
@@ -487,13 +540,16 @@ async fn present_agents(rt: &Runtime, name: &str) -> Result<BTreeSet<String>, Ru
         .await?
         .into_iter()
         .filter(|a| matches!(a.state, AgentState::Running | AgentState::Paused))
-        .filter(|a| {
-            rt.templates()
-                .get(&a.template)
-                .is_none_or(|t| t.on_channel(name))
-        })
+        .filter(|a| !a.ephemeral && on_channel(rt, &a.template, name))
         .map(|a| a.name)
         .collect())
+}
+
+/// Whether agents of `template` appear on channel `name` (an unknown template: yes).
+fn on_channel(rt: &Runtime, template: &str, name: &str) -> bool {
+    rt.templates()
+        .get(template)
+        .is_none_or(|t| t.on_channel(name))
 }
 
 fn cut(text: &str) -> String {

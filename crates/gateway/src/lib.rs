@@ -82,8 +82,9 @@ impl Gateway {
 
     /// Closes every channel (agents and the overseer say QUIT) and waits for them.
     pub async fn shutdown(self) {
-        // Receivers gone means the tasks have ended already.
-        let _ = self.stop.send(true);
+        if self.stop.send(true).is_err() {
+            tracing::debug!("every channel task had ended already");
+        }
         for task in self.tasks {
             if let Err(e) = task.await {
                 tracing::error!(error = %e, "a channel task ended abnormally");

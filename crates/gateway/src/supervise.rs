@@ -35,7 +35,10 @@ pub async fn supervise(
     };
     let mut failures: u32 = 0;
     loop {
-        report(&rt, &what, ChannelState::Connecting, None, failures, None).await;
+        if failures == 0 {
+            // While retrying, the board keeps saying down (and why) until a connect works.
+            report(&rt, &what, ChannelState::Connecting, None, failures, None).await;
+        }
         let ended = match Door::open(&rt, channel.as_mut(), &what.layout, &mut last_seq).await {
             Ok(door) => {
                 failures = 0;

@@ -79,37 +79,25 @@ pub async fn deliver(
     if !fresh {
         return Err(refuse(rt, &name, "this signature was accepted before (a replay)").await);
     }
-    let text = message(&name, header("x-github-event"), &body);
+    // The event name is the sender's word, unsigned: only a plain one is shown to the agent.
+    let event = header("x-github-event").filter(|e| {
+        (1..=64).contains(&e.len()) && e.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+    });
+    let text = message(&name, event, &body);
     let key = format!("hook:{name}:{}", verified.digest);
-    let agent = match &hook.route {
-        HookRoute::Agent(agent) => {
-            rt.send_message(
-                agent,
-                Sender::Channel(&format!("hook:{name}")),
-                &text,
-                &key,
-                None,
-            )
-            .await?;
-            agent.clone()
-        }
-        HookRoute::SpawnOnce(template) => {
-            let agent = format!(
-                "{name}-{}",
-                &verified.digest[..12.min(verified.digest.len())]
-            );
-            rt.spawn_agent(
-                SpawnRequest {
-                    name: agent.clone(),
-                    template: template.clone(),
-                    task: Some(text),
-                    ephemeral: true,
-                    ..SpawnRequest::default()
-                },
-                None,
-            )
-            .await?;
-            agent
+    let delivered = deliver_to(rt, &name, &hook.route, &verified.digest, text, &key).await;
+    let agent = match delivered {
+        Ok(agent) => agent,
+        Err(e) => {
+            // Not delivered: the sender's retry of this signature must not count as a replay.
+            if let Err(forget) = rt
+                .store()
+                .forget_hook_delivery(&name, &verified.digest)
+                .await
+            {
+                tracing::warn!(hook = %name, error = %forget, "cannot forget an undelivered webhook");
+            }
+            return Err(e.into());
         }
     };
     if let Err(e) = rt
@@ -122,6 +110,51 @@ pub async fn deliver(
         StatusCode::ACCEPTED,
         Json(json!({"hook": name, "agent": agent})),
     ))
+}
+
+/// Hands a verified delivery to its route; the agent that got it.
+async fn deliver_to(
+    rt: &Runtime,
+    hook: &str,
+    route: &HookRoute,
+    digest: &str,
+    text: String,
+    key: &str,
+) -> Result<String, reef_runtime::RuntimeError> {
+    match route {
+        HookRoute::Agent(agent) => {
+            let label = format!("hook:{hook}");
+            rt.send_message(agent, Sender::Channel(&label), &text, key, None)
+                .await?;
+            Ok(agent.clone())
+        }
+        HookRoute::SpawnOnce(template) => {
+            // An agent name: at most 40 characters, starting with a letter or digit.
+            let stem: String = hook
+                .trim_start_matches(['-', '_'])
+                .chars()
+                .take(27)
+                .collect();
+            let stem = if stem.is_empty() {
+                "hook".to_owned()
+            } else {
+                stem
+            };
+            let agent = format!("{stem}-{}", &digest[..12]);
+            rt.spawn_agent(
+                SpawnRequest {
+                    name: agent.clone(),
+                    template: template.clone(),
+                    task: Some(text),
+                    ephemeral: true,
+                    ..SpawnRequest::default()
+                },
+                None,
+            )
+            .await?;
+            Ok(agent)
+        }
+    }
 }
 
 async fn refuse(rt: &Runtime, hook: &str, reason: &str) -> ApiError {
@@ -150,7 +183,7 @@ fn message(hook: &str, event: Option<&str>, body: &[u8]) -> String {
         Some(event) => format!("Webhook `{hook}` delivery (event: {event}):\n"),
         None => format!("Webhook `{hook}` delivery:\n"),
     };
-    let room = MAX_MESSAGE_BYTES - head.len() - 100;
+    let room = MAX_MESSAGE_BYTES.saturating_sub(head.len() + 100);
     if payload.len() <= room {
         return format!("{head}{payload}");
     }

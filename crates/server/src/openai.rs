@@ -235,8 +235,15 @@ async fn wait_turn(
     agent: &AgentId,
     inbox_id: Option<u64>,
 ) -> Result<Answer, ApiError> {
+    let mut stopping = rt.stopping();
+    // A failed turn is tried again (`turn.retry_scheduled`) unless it was the last attempt.
+    let mut failed: Option<ApiError> = None;
     loop {
-        let event = match events.recv().await {
+        let received = tokio::select! {
+            received = events.recv() => received,
+            _ = stopping.changed() => Err(RecvError::Closed),
+        };
+        let event = match received {
             Ok(event) => event,
             // Missed events are in the history; the turn's end is looked up there.
             Err(RecvError::Lagged(_)) => {
@@ -253,10 +260,25 @@ async fn wait_turn(
             Err(RecvError::Closed) => {
                 return Err(ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    "the daemon is stopping",
+                    "the daemon is stopping; the message runs again when it restarts",
                 ));
             }
         };
+        if event.agent_id.as_ref() != Some(agent) {
+            continue;
+        }
+        if let Some(error) = failed.take() {
+            if event.kind == "turn.retry_scheduled" {
+                continue;
+            }
+            return Err(error);
+        }
+        if event.kind == "turn.interrupted" && reads(&event, inbox_id) {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the agent's turn was interrupted; the message runs again later",
+            ));
+        }
         if !ends(&event, agent, inbox_id) {
             continue;
         }
@@ -267,30 +289,37 @@ async fn wait_turn(
                     format!("unreadable turn outcome: {e}"),
                 )
             })?;
-        return match outcome {
-            TurnOutcome::Completed { text } => Ok(Answer {
-                text,
-                usage: event.data["usage"].clone(),
-            }),
-            _ => Err(ApiError::new(
-                StatusCode::BAD_GATEWAY,
-                format!(
-                    "the agent's turn ended without an answer: {}",
-                    event.data["outcome"]
-                ),
-            )),
-        };
+        let error = ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "the agent's turn ended without an answer: {}",
+                event.data["outcome"]
+            ),
+        );
+        match outcome {
+            TurnOutcome::Completed { text } => {
+                return Ok(Answer {
+                    text,
+                    usage: event.data["usage"].clone(),
+                });
+            }
+            TurnOutcome::Failed { .. } => failed = Some(error),
+            _ => return Err(error),
+        }
     }
 }
 
+/// Whether `event` concerns message `inbox_id` (any message when `None`).
+fn reads(event: &reef_store::StoredEvent, inbox_id: Option<u64>) -> bool {
+    inbox_id.is_none_or(|id| {
+        event.data["inbox_ids"]
+            .as_array()
+            .is_some_and(|ids| ids.iter().any(|i| i.as_u64() == Some(id)))
+    })
+}
+
 fn ends(event: &reef_store::StoredEvent, agent: &AgentId, inbox_id: Option<u64>) -> bool {
-    event.kind == "turn.ended"
-        && event.agent_id.as_ref() == Some(agent)
-        && inbox_id.is_none_or(|id| {
-            event.data["inbox_ids"]
-                .as_array()
-                .is_some_and(|ids| ids.iter().any(|i| i.as_u64() == Some(id)))
-        })
+    event.kind == "turn.ended" && event.agent_id.as_ref() == Some(agent) && reads(event, inbox_id)
 }
 
 /// The text of a message's content: a string, or the `text` parts of an array.

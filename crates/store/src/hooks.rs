@@ -35,4 +35,21 @@ impl Store {
         })
         .await
     }
+
+    /// Forgets an accepted signature (its delivery failed after all, so the sender's retry
+    /// is not a replay).
+    pub async fn forget_hook_delivery(
+        &self,
+        hook: &str,
+        signature: &str,
+    ) -> Result<(), StoreError> {
+        let key = format!("{hook}:{signature}");
+        self.run(move |db| {
+            db.conn
+                .prepare_cached("DELETE FROM hook_deliveries WHERE signature = ?1")?
+                .execute(params![key])?;
+            Ok(())
+        })
+        .await
+    }
 }

@@ -157,14 +157,14 @@ async fn the_openai_sdk_streams_an_agents_answer_and_the_transcript_agrees() {
     // The one-off agent read the earlier messages as context and is gone.
     assert_eq!(result["once"], "Your name is Ada.");
     assert!(result["once_usage"].as_u64().unwrap() > 0);
-    let agents = daemon.get("/v1/agents").await;
-    let names: Vec<&str> = agents
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|a| a["name"].as_str())
-        .collect();
-    assert_eq!(names, ["ada"], "the one-off agent is destroyed when done");
+    // The one-off agent is destroyed once it has answered (by a task of its own: waited for).
+    daemon
+        .wait("the one-off agent destroyed", "/v1/agents", |agents| {
+            agents
+                .as_array()
+                .is_some_and(|a| a.len() == 1 && a[0]["name"] == "ada")
+        })
+        .await;
     assert_eq!(result["big"], 413);
     assert_eq!(result["unknown"], 400);
     // The streamed request reached the model as the user's words.

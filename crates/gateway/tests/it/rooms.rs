@@ -95,14 +95,13 @@ async fn two_agents_addressing_each_other_stop_by_the_cooldown_not_a_budget() {
 async fn a_spawn_route_gives_each_person_their_own_agent_that_lives_on() {
     let d = daemon(echo(), "route = \"spawn:worker\"", "").await;
     let mut carol = d.person("carol", &[]).await;
+    let name = reef_gateway::conversation_agent("irc", "carol");
     carol.say("overseer", "hello there").await;
-    let first = carol.expect_message("irc-carol", "carol", "heard").await;
-    assert_eq!(first, "irc-carol heard: hello there");
+    let first = carol.expect_message(&name, "carol", "heard").await;
+    assert_eq!(first, format!("{name} heard: hello there"));
     carol.say("overseer", "again").await;
-    carol
-        .expect_message("irc-carol", "carol", "heard: again")
-        .await;
-    let agent = d.runtime.get_agent("irc-carol").await.unwrap();
+    carol.expect_message(&name, "carol", "heard: again").await;
+    let agent = d.runtime.get_agent(&name).await.unwrap();
     assert_eq!(agent.template, "worker");
     // One agent, one session: the second message was sent with the first in its history.
     let last = d.mock.requests().last().unwrap().clone();
@@ -159,4 +158,51 @@ async fn on_shutdown_the_agents_and_the_overseer_quit() {
             .await;
         assert!(quit.raw.contains("reef is shutting down"), "{}", quit.raw);
     }
+}
+
+#[tokio::test]
+async fn answers_to_api_clients_stay_off_irc_and_only_operators_invite() {
+    let d = daemon(echo(), "", "").await;
+    let rt = &d.runtime;
+    rt.operate("invoke ada worker", "test").await;
+    let mut bob = d.person("bob", &["#agents", "#side"]).await;
+    d.wait_for(&mut bob, "ada", "#agents").await;
+    // A message from an API client (the OpenAI endpoint's label), then an operator's task.
+    rt.send_message(
+        "ada",
+        reef_runtime::Sender::Channel("openai"),
+        "private question",
+        "k1",
+        None,
+    )
+    .await
+    .unwrap();
+    d.wait_event("turn.ended", |e| e.data["from"] == "openai")
+        .await;
+    rt.send_message("ada", reef_runtime::Sender::Operator, "marker", "k2", None)
+        .await
+        .unwrap();
+    // The operator's task is reported in the room; the API client's answer never was (IRC
+    // delivers in order, so it would have come first).
+    bob.expect_message("ada", "#agents", "heard: marker").await;
+    assert!(
+        !bob.seen.iter().any(|l| l.raw.contains("private question")),
+        "{}",
+        bob.tail(20)
+    );
+    // bob is no operator: his invitation is recorded and ignored.
+    bob.send("INVITE ada #side").await;
+    let invited = d.wait_event("channel.invited", |_| true).await;
+    assert_eq!(invited.data["accepted"], false);
+    bob.say("#side", "ada: are you here?").await;
+    bob.say("#agents", "ada: and here?").await;
+    bob.expect_message("ada", "#agents", "heard: ada: and here?")
+        .await;
+    assert!(
+        !bob.seen.iter().any(|l| l.command == "JOIN"
+            && l.params[0] == "#side"
+            && l.nick.as_deref() == Some("ada")),
+        "{}",
+        bob.tail(20)
+    );
 }

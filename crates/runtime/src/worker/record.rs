@@ -19,23 +19,23 @@ pub(crate) async fn event(rt: &Runtime, agent: &AgentId, kind: &str, data: Value
     rt.bus().poke();
 }
 
-/// Records what a session reported while working on inbox messages `ids` (the first from
-/// `from`); the end of a turn names them and the sender, so a channel or a waiting request
-/// finds the answer.
+/// Records what a session reported while working on inbox messages `ids` from `senders`;
+/// the end of a turn names them, so a channel or a waiting request finds the answer.
 pub(super) async fn session_event(
     rt: &Runtime,
     agent: &AgentId,
-    (ids, from): (&[u64], Option<&str>),
+    (ids, senders): (&[u64], &[String]),
     msg: EventMsg,
 ) {
-    if let Some((kind, data)) = translate(ids, from, msg) {
+    if let Some((kind, data)) = translate(ids, senders, msg) {
         event(rt, agent, kind, data).await;
     }
 }
 
 /// The daemon event for a protocol event; `None` for those not kept (streamed text, …).
-fn translate(ids: &[u64], from: Option<&str>, msg: EventMsg) -> Option<(&'static str, Value)> {
+fn translate(ids: &[u64], senders: &[String], msg: EventMsg) -> Option<(&'static str, Value)> {
     let inbox_id = ids.first().copied().unwrap_or(0);
+    let from = senders.first();
     Some(match msg {
         EventMsg::ToolCallBegin {
             call_id,
@@ -94,8 +94,8 @@ fn translate(ids: &[u64], from: Option<&str>, msg: EventMsg) -> Option<(&'static
             usage,
         } => (
             "turn.ended",
-            json!({"inbox_id": inbox_id, "inbox_ids": ids, "from": from, "outcome": outcome,
-                   "rounds": rounds, "usage": usage}),
+            json!({"inbox_id": inbox_id, "inbox_ids": ids, "from": from, "senders": senders,
+                   "outcome": outcome, "rounds": rounds, "usage": usage}),
         ),
         EventMsg::TurnStarted { .. } | EventMsg::ModelDelta { .. } | EventMsg::ShutdownComplete => {
             return None;

@@ -82,7 +82,7 @@ impl Worker {
                     };
                     let read = pending.get(&event.id);
                     let ids: Vec<u64> = read.map(|m| m.iter().map(|m| m.id).collect()).unwrap_or_default();
-                    let from = read.and_then(|m| m.first()).map(|m| m.sender.clone());
+                    let senders: Vec<String> = read.map(|m| m.iter().map(|m| m.sender.clone()).collect()).unwrap_or_default();
                     match &event.msg {
                         EventMsg::SteerReturned { .. } => {
                             if let Some(returned) = pending.remove(&event.id) {
@@ -102,7 +102,7 @@ impl Worker {
                         EventMsg::TurnEnded { outcome, .. } => Some(outcome.clone()),
                         _ => None,
                     };
-                    record::session_event(rt, &record.id, (&ids, from.as_deref()), event.msg).await;
+                    record::session_event(rt, &record.id, (&ids, &senders), event.msg).await;
                     if let Some(outcome) = ended
                         && let Some(messages) = pending.remove(&event.id)
                     {
