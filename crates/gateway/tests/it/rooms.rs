@@ -122,10 +122,46 @@ async fn a_restarted_server_sees_the_overseer_and_the_agents_come_back() {
     d.wait_for(&mut alice, "ada", "#agents").await;
     drop(alice);
     let mut ircd = d.ircd;
+    ircd.kill();
+    // ada finishes a task while the server is down; its report goes out once it is back.
+    rt.send_message(
+        "ada",
+        reef_runtime::Sender::Operator,
+        "while down",
+        "k-down",
+        None,
+    )
+    .await
+    .unwrap();
+    for _ in 0..6000 {
+        let events = rt.store().events_after(0, None, 100_000).await.unwrap();
+        if events
+            .iter()
+            .any(|e| e.kind == "turn.ended" && e.data["from"] == "operator")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Let the supervisor back off to 4 s or more, so that alice is in the room before the
+    // channel reconnects and sends what it owes.
+    loop {
+        let status = rt.channels().into_iter().next().unwrap();
+        if status.failures >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     ircd.restart();
     let mut alice = reef_test_support::IrcClient::connect(ircd.port(), "alice").await;
     alice.join("#control").await;
     alice.join("#agents").await;
+    let state = rt.channels().into_iter().next().unwrap().state;
+    assert_eq!(
+        state,
+        reef_runtime::ChannelState::Down,
+        "reconnected before alice joined"
+    );
     // Both rejoin within 30 s of the server coming back.
     let back = tokio::time::timeout(Duration::from_secs(30), async {
         for (nick, room) in [("overseer", "#control"), ("ada", "#agents")] {
@@ -138,6 +174,9 @@ async fn a_restarted_server_sees_the_overseer_and_the_agents_come_back() {
     })
     .await;
     assert!(back.is_ok(), "not back within 30 s:\n{}", alice.tail(20));
+    alice
+        .expect_message("ada", "#agents", "heard: while down")
+        .await;
     // And the agent still answers.
     alice.say("#agents", "ada: are you back?").await;
     alice
