@@ -48,10 +48,20 @@ impl Runtime {
                 }
             ),
         ];
-        let memory = resident_bytes().map_or_else(|| "unknown".to_owned(), size);
-        let store = self.store().path().map_or(0, store_bytes);
-        let free = free_bytes(&self.config().home)
-            .map_or_else(String::new, |f| format!(", {} free", size(f)));
+        // File system reads, off the async threads.
+        let store_path = self.store().path().map(Path::to_path_buf);
+        let home = self.config().home.clone();
+        let (memory, store, free) = tokio::task::spawn_blocking(move || {
+            (
+                resident_bytes(),
+                store_path.as_deref().map_or(0, store_bytes),
+                free_bytes(&home),
+            )
+        })
+        .await
+        .unwrap_or((None, 0, None));
+        let memory = memory.map_or_else(|| "unknown".to_owned(), size);
+        let free = free.map_or_else(String::new, |f| format!(", {} free", size(f)));
         lines.push(format!(
             "memory {memory} resident · store {}{free}",
             size(store)
