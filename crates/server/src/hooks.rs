@@ -15,7 +15,7 @@ use reef_config::{HookRoute, read_secret};
 use reef_runtime::{MAX_MESSAGE_BYTES, Runtime, Sender, SpawnRequest};
 use reef_security::webhook::{self, SignatureError};
 use serde_json::{Value, json};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long an accepted signature is remembered (a GitHub signature carries no time).
 const REMEMBER: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -69,7 +69,7 @@ pub async fn deliver(
     };
     let verified = match verified {
         Ok(v) => v,
-        Err(e) => return Err(refuse(rt, &name, &e.to_string()).await),
+        Err(e) => return Err(refuse(&s, &name, &e.to_string()).await),
     };
     let fresh = rt
         .store()
@@ -77,7 +77,7 @@ pub async fn deliver(
         .await
         .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
     if !fresh {
-        return Err(refuse(rt, &name, "this signature was accepted before (a replay)").await);
+        return Err(refuse(&s, &name, "this signature was accepted before (a replay)").await);
     }
     // The event name is the sender's word, unsigned: only a plain one is shown to the agent.
     let event = header("x-github-event").filter(|e| {
@@ -157,15 +157,49 @@ async fn deliver_to(
     }
 }
 
-async fn refuse(rt: &Runtime, hook: &str, reason: &str) -> ApiError {
+/// Refusals recorded per hook: at most one `hook.refused` event a second for each, so
+/// unsigned traffic cannot push real events out of the bounded history.
+#[derive(Debug, Default)]
+pub(crate) struct Refusals(std::sync::Mutex<std::collections::HashMap<String, (Instant, u64)>>);
+
+impl Refusals {
+    /// `Some(held)` when a refusal of `hook` may be recorded now.
+    fn pass(&self, hook: &str, now: Instant) -> Option<u64> {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match map.get_mut(hook) {
+            Some((at, held)) if now.saturating_duration_since(*at) < REFUSAL_EVERY => {
+                *held += 1;
+                None
+            }
+            Some((at, held)) => {
+                *at = now;
+                Some(std::mem::take(held))
+            }
+            None => {
+                map.insert(hook.to_owned(), (now, 0));
+                Some(0)
+            }
+        }
+    }
+}
+
+/// How often one hook records a refusal.
+const REFUSAL_EVERY: Duration = Duration::from_secs(1);
+
+async fn refuse(s: &AppState, hook: &str, reason: &str) -> ApiError {
     tracing::warn!(%hook, %reason, "a webhook delivery is refused");
-    if let Err(e) = rt
-        .record_event(
-            "hook.refused",
-            None,
-            json!({"hook": hook, "reason": reason}),
-        )
-        .await
+    if let Some(held) = s.hook_refusals.pass(hook, Instant::now())
+        && let Err(e) = s
+            .runtime
+            .record_event(
+                "hook.refused",
+                None,
+                json!({"hook": hook, "reason": reason, "held_before": held}),
+            )
+            .await
     {
         tracing::warn!(%hook, error = %e, "cannot record a webhook event");
     }
@@ -201,6 +235,17 @@ fn message(hook: &str, event: Option<&str>, body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hook_records_one_refusal_a_second_and_counts_the_rest() {
+        let refusals = Refusals::default();
+        let start = Instant::now();
+        assert_eq!(refusals.pass("gh", start), Some(0));
+        assert_eq!(refusals.pass("gh", start + Duration::from_millis(10)), None);
+        assert_eq!(refusals.pass("gh", start + Duration::from_millis(20)), None);
+        assert_eq!(refusals.pass("other", start), Some(0));
+        assert_eq!(refusals.pass("gh", start + REFUSAL_EVERY), Some(2));
+    }
 
     #[test]
     fn json_payloads_are_pretty_and_long_ones_cut() {

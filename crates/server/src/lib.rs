@@ -28,6 +28,8 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct AppState {
     pub runtime: Runtime,
+    /// When each hook last recorded a refusal, and how many it held since.
+    pub(crate) hook_refusals: Arc<hooks::Refusals>,
 }
 
 /// The router: every API route behind the bearer token `token`, and the webhooks.
@@ -47,7 +49,10 @@ pub fn router(runtime: Runtime, token: &str) -> Router {
             auth::require_token,
         ))
         .merge(hooks_router(&runtime))
-        .with_state(AppState { runtime })
+        .with_state(AppState {
+            runtime,
+            hook_refusals: Arc::default(),
+        })
 }
 
 /// `POST /hooks/NAME`, outside the bearer token (a delivery's signature authenticates it),
