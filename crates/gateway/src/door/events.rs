@@ -8,6 +8,15 @@ use crate::announce::announcement;
 use reef_core::{AgentState, ChannelError, Conversation, Outbound, Speaker, TurnOutcome};
 use reef_store::StoredEvent;
 
+/// The event kinds a channel acts on: presence, answers and announcements.
+const HANDLED: &[&str] = &[
+    "agent.state_changed",
+    "agent.destroyed",
+    "turn.ended",
+    "question.created",
+    "approval.created",
+];
+
 impl Door<'_> {
     /// Handles every event after `last_seq` from the history.
     pub(super) async fn catch_up(&mut self) -> Result<(), ChannelError> {
@@ -41,6 +50,11 @@ impl Door<'_> {
         let Some(agent_id) = &event.agent_id else {
             return Ok(());
         };
+        // Most events (tool calls, usage, deltas of state) concern no channel: skip them
+        // before reading the store.
+        if !HANDLED.contains(&event.kind.as_str()) {
+            return Ok(());
+        }
         let name = match event.kind.as_str() {
             "agent.destroyed" => event.data["name"].as_str().map(str::to_owned),
             _ => match self.rt.store().get_agent(agent_id).await {
