@@ -134,6 +134,14 @@ impl RecordedRequest {
         out
     }
 
+    /// The daemon agent this request is for: the name its system prompt gives
+    /// (``You are `NAME` ``), or an empty string.
+    pub fn agent(&self) -> String {
+        let system = self.system_text();
+        let start = system.find("You are `").map_or(0, |i| i + 9);
+        system[start..].split('`').next().unwrap_or("").to_owned()
+    }
+
     /// Whether the conversation ends with a tool result (the model is being shown the
     /// outcome of its calls) rather than with new input.
     pub fn ends_with_tool_result(&self) -> bool {

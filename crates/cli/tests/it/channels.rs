@@ -10,14 +10,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn agent_of(req: &RecordedRequest) -> String {
-    let system = req.system_text();
-    let start = system.find("You are `").map_or(0, |i| i + 9);
-    system[start..].split('`').next().unwrap_or("").to_owned()
-}
-
 fn poet(req: &RecordedRequest) -> MockReply {
-    if agent_of(req) == "ada" && req.last_user_text().is_some_and(|t| t.contains("haiku")) {
+    if req.agent() == "ada" && req.last_user_text().is_some_and(|t| t.contains("haiku")) {
         if req.tool_results().is_empty() {
             return MockReply::tool_call(
                 "write_file",

@@ -132,12 +132,6 @@ fn daemon_home(mock: &MockLlm) -> TestHome {
     home
 }
 
-fn agent_of(req: &RecordedRequest) -> String {
-    let system = req.system_text();
-    let start = system.find("You are `").map_or(0, |i| i + 9);
-    system[start..].split('`').next().unwrap_or("").to_owned()
-}
-
 /// Names of the tools the model called in its last assistant message.
 fn last_calls(req: &RecordedRequest) -> Vec<String> {
     req.messages()
@@ -167,7 +161,7 @@ fn replies(req: &RecordedRequest) -> Vec<String> {
 
 fn team_model(req: &RecordedRequest) -> MockReply {
     let input = req.last_user_text().unwrap_or_default();
-    match agent_of(req).as_str() {
+    match req.agent().as_str() {
         "boss" if req.ends_with_tool_result() => {
             if last_calls(req).contains(&"spawn_agent".to_owned()) {
                 MockReply::ToolCalls(vec![
@@ -336,9 +330,9 @@ async fn a_manager_runs_a_team_and_the_operator_answers_a_question_through_the_a
     // What the model was sent: bob's answer turn saw the operator's choice, and the
     // manager's last request held both reports.
     let sent = mock.requests();
-    let bob_last = sent.iter().rfind(|r| agent_of(r) == "bob").unwrap();
+    let bob_last = sent.iter().rfind(|r| r.agent() == "bob").unwrap();
     assert!(bob_last.last_user_text().unwrap().contains("blue"));
-    let boss_last = sent.iter().rfind(|r| agent_of(r) == "boss").unwrap();
+    let boss_last = sent.iter().rfind(|r| r.agent() == "boss").unwrap();
     assert_eq!(replies(boss_last).len(), 2);
     assert!(boss_last.tool_names().contains(&"spawn_agent".to_owned()));
 

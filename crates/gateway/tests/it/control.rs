@@ -1,7 +1,7 @@
 //! The overseer in `#control`: operator commands end to end, refusals, announcements, and
 //! the channel's state on the board.
 
-use crate::support::{agent_of, daemon};
+use crate::support::daemon;
 use reef_core::AgentState;
 use reef_runtime::ChannelState;
 use reef_test_support::{MockReply, Responder};
@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// ada writes the haiku with a tool, then reports; anyone else says "done".
 fn poet() -> Responder {
     Arc::new(|req| {
-        if agent_of(req) == "ada" && req.last_user_text().is_some_and(|t| t.contains("haiku")) {
+        if req.agent() == "ada" && req.last_user_text().is_some_and(|t| t.contains("haiku")) {
             if req.tool_results().is_empty() {
                 return MockReply::tool_call(
                     "write_file",

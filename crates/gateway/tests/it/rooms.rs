@@ -2,7 +2,7 @@
 //! answering each other by the cooldown rule, a `spawn:` route gives each person an agent,
 //! and a server that dies and comes back finds everyone again.
 
-use crate::support::{agent_of, daemon};
+use crate::support::daemon;
 use reef_store::InboxStatus;
 use reef_test_support::{MockReply, Responder};
 use std::sync::Arc;
@@ -12,7 +12,7 @@ fn echo() -> Responder {
     Arc::new(|req| {
         let text = req.last_user_text().unwrap_or_default();
         let body = text.lines().last().unwrap_or_default().to_owned();
-        MockReply::text(format!("{} heard: {body}", agent_of(req)))
+        MockReply::text(format!("{} heard: {body}", req.agent()))
     })
 }
 
@@ -49,7 +49,7 @@ async fn an_agent_answers_when_named_in_the_room_or_messaged_directly_and_not_ot
 async fn two_agents_addressing_each_other_stop_by_the_cooldown_not_a_budget() {
     // Each agent answers by naming the other.
     let chatty: Responder = Arc::new(|req| {
-        let other = if agent_of(req) == "ada" { "bea" } else { "ada" };
+        let other = if req.agent() == "ada" { "bea" } else { "ada" };
         MockReply::text(format!("{other}: your turn"))
     });
     let d = daemon(chatty, "", "").await;

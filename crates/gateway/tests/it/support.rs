@@ -3,9 +3,7 @@
 use reef_gateway::Gateway;
 use reef_runtime::{HelperCommand, Runtime, RuntimeOptions, Templates};
 use reef_store::StoredEvent;
-use reef_test_support::{
-    IrcClient, MockLlm, Ngircd, RecordedRequest, Responder, TestHome, sandbox_helper,
-};
+use reef_test_support::{IrcClient, MockLlm, Ngircd, Responder, TestHome, sandbox_helper};
 use std::time::Duration;
 
 pub struct Daemon {
@@ -117,11 +115,4 @@ impl Daemon {
         }
         panic!("no {kind} event came");
     }
-}
-
-/// The agent a request is for: the name in its system prompt.
-pub fn agent_of(req: &RecordedRequest) -> String {
-    let system = req.system_text();
-    let start = system.find("You are `").map_or(0, |i| i + 9);
-    system[start..].split('`').next().unwrap_or("").to_owned()
 }

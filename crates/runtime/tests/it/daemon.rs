@@ -52,13 +52,6 @@ pub async fn daemon_with(responder: Responder, provider: &str, extra: &str) -> D
     }
 }
 
-/// Which agent a request is for: the name in its system prompt.
-pub fn agent_of(req: &RecordedRequest) -> String {
-    let system = req.system_text();
-    let start = system.find("You are `").map(|i| i + 9).unwrap_or(0);
-    system[start..].split('`').next().unwrap_or("").to_owned()
-}
-
 /// Waits (without a deadline of its own; the test harness bounds it) until `pred` holds on
 /// the event history.
 pub async fn wait_for(rt: &Runtime, what: &str, pred: impl Fn(&[StoredEvent]) -> bool) {
@@ -126,7 +119,7 @@ async fn a_message_wakes_the_agent_and_a_request_is_answered_with_its_final_text
     assert!(answer.contains("count to three"), "{answer}");
     // What the model was sent: the agent's persona and the inbox message.
     let sent_to_model = &d.mock.requests()[0];
-    assert_eq!(agent_of(sent_to_model), "w1");
+    assert_eq!(sent_to_model.agent(), "w1");
     assert!(
         sent_to_model
             .system_text()
@@ -338,7 +331,7 @@ async fn a_dangerous_command_waits_for_approval_and_runs_only_when_approved() {
 async fn a_child_is_clamped_to_its_parent_and_a_spent_budget_stops_it_and_tells_the_parent() {
     let d = daemon(
         Arc::new(|req: &RecordedRequest| {
-            if agent_of(req) == "boss" {
+            if req.agent() == "boss" {
                 return MockReply::text("noted");
             }
             // The worker never stops calling tools: its round budget ends it.
@@ -394,7 +387,7 @@ async fn a_child_is_clamped_to_its_parent_and_a_spent_budget_stops_it_and_tells_
         .mock
         .requests()
         .into_iter()
-        .filter(|r| agent_of(r) == "w2")
+        .filter(|r| r.agent() == "w2")
         .collect();
     assert_eq!(
         w2_requests.len(),
@@ -411,7 +404,7 @@ async fn a_child_is_clamped_to_its_parent_and_a_spent_budget_stops_it_and_tells_
         .mock
         .requests()
         .into_iter()
-        .rfind(|r| agent_of(r) == "boss")
+        .rfind(|r| r.agent() == "boss")
         .unwrap()
         .last_user_text()
         .unwrap();
@@ -459,7 +452,7 @@ async fn the_same_call_repeated_stops_the_turn_and_the_turn_limit_holds() {
         .mock
         .requests()
         .into_iter()
-        .filter(|r| agent_of(r) == "looper")
+        .filter(|r| r.agent() == "looper")
         .collect();
     assert_eq!(looped.len(), 3, "stopped at the third identical call");
     assert_eq!(
@@ -544,7 +537,7 @@ async fn a_retried_message_sends_new_actions_but_not_the_ones_already_made() {
     let seen = calls.clone();
     let d = daemon(
         Arc::new(move |req: &RecordedRequest| {
-            if agent_of(req) != "w1" {
+            if req.agent() != "w1" {
                 return MockReply::text("ok");
             }
             match seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
@@ -659,7 +652,7 @@ async fn a_spent_cost_budget_stops_the_agent() {
         .mock
         .requests()
         .into_iter()
-        .filter(|r| agent_of(r) == "spender")
+        .filter(|r| r.agent() == "spender")
         .count();
     assert_eq!(sent, 1, "stopped after the first priced round");
     rt.shutdown().await;
