@@ -4,12 +4,11 @@
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use reef_runtime::{HelperCommand, Runtime, RuntimeOptions, SpawnRequest, Templates};
+use reef_runtime::{Runtime, SpawnRequest};
 use reef_security::webhook::{sign_github, sign_reef};
 use reef_store::InboxStatus;
-use reef_test_support::{MockLlm, MockReply, TestHome, sandbox_helper};
+use reef_test_support::{MockLlm, TestHome};
 use serde_json::Value;
-use std::sync::Arc;
 use tower::ServiceExt;
 
 const KEY: &str = "a-webhook-secret-value";
@@ -22,36 +21,23 @@ struct Hooks {
 }
 
 async fn hooks() -> Hooks {
-    let mock = MockLlm::start_responder(Arc::new(|_| MockReply::text("noted"))).await;
-    let home = TestHome::new();
-    let key_file = home.path().join("hook.key");
-    std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
-    home.write_config(&format!(
-        "[providers.mock]\nbase_url = \"{}\"\nmodel = \"m\"\nstream = false\nmax_retries = 0\n\n\
-         [sandbox]\nrequired = true\n\n\
-         [secrets.HOOK_KEY]\nfile = \"{}\"\n\n\
-         [hooks]\nmax_body = \"1K\"\n\n\
-         [hooks.gh]\nsecret = \"HOOK_KEY\"\nroute = \"agent:ada\"\n\n\
-         [hooks.alerts]\nsecret = \"HOOK_KEY\"\nroute = \"spawn-once:worker\"\n",
-        mock.base_url(),
-        key_file.display()
-    ));
-    let (runtime, _) = Runtime::start(RuntimeOptions {
-        config: home.load_config(),
-        templates: Templates::builtin().unwrap(),
-        helper: Some(HelperCommand {
-            program: sandbox_helper(),
-            args: Vec::new(),
-        }),
-        model_override: None,
+    let served = crate::support::serve("noted", |home| {
+        let key_file = home.path().join("hook.key");
+        std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
+        format!(
+            "[secrets.HOOK_KEY]\nfile = \"{}\"\n\n\
+             [hooks]\nmax_body = \"1K\"\n\n\
+             [hooks.gh]\nsecret = \"HOOK_KEY\"\nroute = \"agent:ada\"\n\n\
+             [hooks.alerts]\nsecret = \"HOOK_KEY\"\nroute = \"spawn-once:worker\"\n",
+            key_file.display()
+        )
     })
-    .await
-    .unwrap();
+    .await;
     Hooks {
-        router: reef_server::router(runtime.clone(), "0123456789abcdef0123456789abcdef"),
-        runtime,
-        mock,
-        _home: home,
+        router: served.router,
+        runtime: served.runtime,
+        mock: served.mock,
+        _home: served.home,
     }
 }
 

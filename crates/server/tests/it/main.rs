@@ -5,3 +5,4 @@ mod api;
 mod hooks;
 mod openai;
 mod openapi;
+mod support;

@@ -3,33 +3,20 @@
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use reef_runtime::{HelperCommand, Runtime, RuntimeOptions, SpawnRequest, Templates};
-use reef_test_support::{MockLlm, MockReply, TestHome, sandbox_helper};
+use reef_runtime::{Runtime, SpawnRequest};
+use reef_test_support::{MockLlm, TestHome};
 use serde_json::{Value, json};
-use std::sync::Arc;
 use tower::ServiceExt;
 
-const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+use crate::support::TOKEN;
 
 async fn start() -> (axum::Router, Runtime, MockLlm, TestHome) {
-    let mock = MockLlm::start_responder(Arc::new(|_| MockReply::text("the reef is fine"))).await;
-    let home = TestHome::new();
-    home.write_config(&format!(
-        "[providers.mock]\nbase_url = \"{}\"\nmodel = \"m\"\nstream = false\nmax_retries = 0\n\n\
-         [sandbox]\nrequired = true\n",
-        mock.base_url()
-    ));
-    let (runtime, _) = Runtime::start(RuntimeOptions {
-        config: home.load_config(),
-        templates: Templates::builtin().unwrap(),
-        helper: Some(HelperCommand {
-            program: sandbox_helper(),
-            args: Vec::new(),
-        }),
-        model_override: None,
-    })
-    .await
-    .unwrap();
+    let crate::support::Served {
+        router,
+        runtime,
+        mock,
+        home,
+    } = crate::support::serve("the reef is fine", |_| String::new()).await;
     runtime
         .spawn_agent(
             SpawnRequest {
@@ -41,12 +28,7 @@ async fn start() -> (axum::Router, Runtime, MockLlm, TestHome) {
         )
         .await
         .unwrap();
-    (
-        reef_server::router(runtime.clone(), TOKEN),
-        runtime,
-        mock,
-        home,
-    )
+    (router, runtime, mock, home)
 }
 
 async fn post(router: &axum::Router, body: Value) -> (StatusCode, String) {
