@@ -16,6 +16,7 @@ mod memory;
 mod project;
 mod raw;
 mod resolve;
+mod routines;
 mod sampling;
 mod sandbox;
 mod secret;
@@ -35,6 +36,10 @@ pub use memory::{DEFAULT_EMBEDDER, EmbedderChoice, MemoryConfig};
 pub use resolve::{
     Config, ConfigEntry, DEFAULT_LOCAL_MODEL, LOCAL_PROVIDER, ModelsConfig, PriceConfig,
     ProviderConfig, ToolsConfig,
+};
+pub use routines::{
+    DEFAULT_MIN_INTERVAL, DEFAULT_RUN_TIMEOUT, DEFAULT_STUCK_AFTER, RoutineConfig, SchedulerConfig,
+    describe_every, valid_name as valid_routine_name,
 };
 pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,

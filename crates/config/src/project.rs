@@ -10,7 +10,7 @@ use std::path::Path;
 pub(crate) const MAX_PROJECT_FILE: u64 = 1024 * 1024;
 
 /// Key families a project file may set only when trusted: (prefix, shown as, why).
-const RESTRICTED: [(&str, &str, &str); 12] = [
+const RESTRICTED: [(&str, &str, &str); 14] = [
     (
         "prices",
         "prices.*",
@@ -62,6 +62,16 @@ const RESTRICTED: [(&str, &str, &str); 12] = [
         "hooks",
         "hooks.*",
         "it could let outside requests reach your agents",
+    ),
+    (
+        "routines",
+        "routines.*",
+        "it could make your agents run tasks on a schedule, spending your budget",
+    ),
+    (
+        "scheduler",
+        "scheduler.*",
+        "it could let routines fire every second",
     ),
 ];
 

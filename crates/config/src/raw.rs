@@ -29,6 +29,9 @@ pub(crate) struct ConfigToml {
     #[serde(default)]
     pub operators: BTreeMap<String, Vec<String>>,
     pub hooks: Option<crate::hooks::HooksToml>,
+    pub scheduler: Option<crate::routines::SchedulerToml>,
+    #[serde(default)]
+    pub routines: BTreeMap<String, crate::routines::RoutineToml>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -104,6 +104,10 @@ pub struct Config {
     pub channels: BTreeMap<String, crate::channels::ChannelConfig>,
     /// `[hooks.NAME]` webhooks and their size limit.
     pub hooks: crate::hooks::HooksConfig,
+    /// `[scheduler]`: limits for routines and jobs.
+    pub scheduler: crate::routines::SchedulerConfig,
+    /// `[routines.NAME]`, by name: reconciled into the store at every start.
+    pub routines: BTreeMap<String, crate::routines::RoutineConfig>,
     /// Config files that were found and read, lowest precedence first.
     pub files: Vec<PathBuf>,
     entries: Vec<ConfigEntry>,
@@ -213,6 +217,9 @@ impl Config {
         let channels =
             crate::channels::resolve(parsed.channels, parsed.operators, &secrets, &origin_of)?;
         let hooks = crate::hooks::resolve(parsed.hooks.unwrap_or_default(), &secrets, &origin_of)?;
+        let scheduler =
+            crate::routines::resolve_scheduler(parsed.scheduler.unwrap_or_default(), &origin_of)?;
+        let routines = crate::routines::resolve(parsed.routines, &scheduler, &origin_of)?;
         let agent =
             crate::agent::resolve(parsed.agent.unwrap_or_default(), &providers, &origin_of)?;
         let tools = parsed.tools.unwrap_or_default();
@@ -257,6 +264,8 @@ impl Config {
             secrets,
             channels,
             hooks,
+            scheduler,
+            routines,
             files: merged.files,
             entries: Vec::new(),
         };

@@ -11,6 +11,7 @@ pub mod ids;
 pub mod message;
 pub mod model;
 pub mod protocol;
+pub mod routine;
 pub mod secret;
 pub mod tool;
 pub mod usage;
@@ -32,6 +33,7 @@ pub use protocol::{
     AgentProfile, CompactionStrategy, CompactionTrigger, Event, EventMsg, Op, Submission,
     TurnOutcome, TurnSettings,
 };
+pub use routine::{Action, CatchUp, Concurrency, Guardrails, RoutineSpec, Trigger};
 pub use secret::{SecretFingerprint, SecretSource, SecretSpec};
 pub use tool::{Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec};
 pub use usage::Usage;

@@ -9,6 +9,7 @@ mod hooks;
 mod layering;
 mod memory;
 mod project;
+mod routines;
 mod sandbox;
 mod secrets;
 

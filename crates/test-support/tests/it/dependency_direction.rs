@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
     BTreeMap::from([
         ("reef-core", Some(&[][..])),
-        ("reef-config", Some(&["reef-core"][..])),
+        ("reef-config", Some(&["reef-core", "reef-schedule"][..])),
+        ("reef-schedule", Some(&["reef-core"][..])),
         (
             "reef-llm",
             Some(&["reef-core", "reef-local", "reef-embed"][..]),
@@ -73,6 +74,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                     "reef-store",
                     "reef-security",
                     "reef-llm",
+                    "reef-schedule",
                 ][..],
             ),
         ),

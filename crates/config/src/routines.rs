@@ -1,0 +1,341 @@
+//! `[scheduler]` and `[routines.NAME]`: routines declared in the configuration (reconciled
+//! into the store at every start) and the scheduler's limits. Each routine has one trigger
+//! (`cron` + `tz`, `every`, `event` + `match`, `webhook`, or `manual = true`) and one action
+//! (`agent` + `message`, or `template` + `task` + `timeout`), with its guardrails.
+
+use crate::error::ConfigError;
+use reef_core::{Action, CatchUp, Concurrency, Guardrails, RoutineSpec, Trigger};
+use reef_schedule::{check_routine, format_duration, parse_duration, system_zone};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SchedulerToml {
+    pub min_interval: Option<String>,
+    pub stuck_after: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RoutineToml {
+    pub cron: Option<String>,
+    pub tz: Option<String>,
+    pub every: Option<String>,
+    pub event: Option<String>,
+    #[serde(rename = "match")]
+    pub pattern: Option<String>,
+    pub webhook: Option<String>,
+    pub manual: Option<bool>,
+    pub agent: Option<String>,
+    pub message: Option<String>,
+    pub template: Option<String>,
+    pub task: Option<String>,
+    pub timeout: Option<String>,
+    pub concurrency: Option<String>,
+    pub max_failures: Option<u32>,
+    pub cooldown: Option<String>,
+    pub catch_up: Option<String>,
+    pub catch_up_max: Option<u32>,
+    pub run_tokens: Option<u64>,
+    /// US dollars.
+    pub run_cost: Option<f64>,
+    pub day_tokens: Option<u64>,
+    /// US dollars.
+    pub day_cost: Option<f64>,
+    pub enabled: Option<bool>,
+}
+
+/// `[scheduler]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerConfig {
+    /// The shortest `every` a routine may have (default 60 s).
+    pub min_interval: Duration,
+    /// A job with no progress for this long is failed as stuck (default 30 min).
+    pub stuck_after: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            min_interval: DEFAULT_MIN_INTERVAL,
+            stuck_after: DEFAULT_STUCK_AFTER,
+        }
+    }
+}
+
+/// `[scheduler] min_interval` when not set.
+pub const DEFAULT_MIN_INTERVAL: Duration = Duration::from_secs(60);
+/// `[scheduler] stuck_after` when not set.
+pub const DEFAULT_STUCK_AFTER: Duration = Duration::from_secs(30 * 60);
+/// A spawned routine agent's `timeout` when not set.
+pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// One `[routines.NAME]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoutineConfig {
+    pub name: String,
+    pub spec: RoutineSpec,
+    pub enabled: bool,
+}
+
+pub(crate) fn resolve_scheduler(
+    raw: SchedulerToml,
+    origin_of: &dyn Fn(&str) -> String,
+) -> Result<SchedulerConfig, ConfigError> {
+    let duration = |key: &str, text: Option<String>, default: Duration| match text {
+        None => Ok(default),
+        Some(text) => parse_duration(&text).map_err(|e| ConfigError::Invalid {
+            origin: origin_of(key),
+            key: key.into(),
+            message: e.to_string(),
+        }),
+    };
+    let min_interval = duration(
+        "scheduler.min_interval",
+        raw.min_interval,
+        DEFAULT_MIN_INTERVAL,
+    )?;
+    let stuck_after = duration(
+        "scheduler.stuck_after",
+        raw.stuck_after,
+        DEFAULT_STUCK_AFTER,
+    )?;
+    if min_interval < Duration::from_secs(1) {
+        return Err(ConfigError::Invalid {
+            origin: origin_of("scheduler.min_interval"),
+            key: "scheduler.min_interval".into(),
+            message: "must be at least 1s".into(),
+        });
+    }
+    Ok(SchedulerConfig {
+        min_interval,
+        stuck_after,
+    })
+}
+
+pub(crate) fn resolve(
+    raw: BTreeMap<String, RoutineToml>,
+    scheduler: &SchedulerConfig,
+    origin_of: &dyn Fn(&str) -> String,
+) -> Result<BTreeMap<String, RoutineConfig>, ConfigError> {
+    let mut out = BTreeMap::new();
+    for (name, routine) in raw {
+        let invalid = |field: &str, message: String| {
+            let key = if field.is_empty() {
+                format!("routines.{name}")
+            } else {
+                format!("routines.{name}.{field}")
+            };
+            ConfigError::Invalid {
+                origin: origin_of(&key),
+                key,
+                message,
+            }
+        };
+        if !valid_name(&name) {
+            let key = format!("routines.{name}");
+            return Err(ConfigError::Invalid {
+                origin: origin_of(&key),
+                key,
+                message: "a routine's name: use 1-64 of a-z, 0-9, - and _, starting with a letter"
+                    .into(),
+            });
+        }
+        let enabled = routine.enabled.unwrap_or(true);
+        let spec = spec(routine, &invalid)?;
+        check_routine(&spec, scheduler.min_interval).map_err(|e| invalid(e.field, e.message))?;
+        out.insert(
+            name.clone(),
+            RoutineConfig {
+                name,
+                spec,
+                enabled,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Whether `name` can name a routine (it appears in agent names and URLs).
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+fn spec(
+    raw: RoutineToml,
+    invalid: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<RoutineSpec, ConfigError> {
+    let duration =
+        |field: &str, text: &str| parse_duration(text).map_err(|e| invalid(field, e.to_string()));
+    let mut triggers = Vec::new();
+    if let Some(expr) = raw.cron {
+        let tz = match raw.tz {
+            Some(tz) => tz,
+            None => system_zone().name().to_owned(),
+        };
+        triggers.push(Trigger::Cron { expr, tz });
+    } else if raw.tz.is_some() {
+        return Err(invalid("tz", "is only used with `cron`".into()));
+    }
+    if let Some(every) = raw.every {
+        let period = duration("every", &every)?;
+        triggers.push(Trigger::Every {
+            millis: u64::try_from(period.as_millis()).unwrap_or(u64::MAX),
+        });
+    }
+    if let Some(event) = raw.event {
+        triggers.push(Trigger::Event {
+            event,
+            pattern: raw.pattern,
+        });
+    } else if raw.pattern.is_some() {
+        return Err(invalid("match", "is only used with `event`".into()));
+    }
+    if let Some(hook) = raw.webhook {
+        triggers.push(Trigger::Webhook { hook });
+    }
+    if raw.manual == Some(true) {
+        triggers.push(Trigger::Manual);
+    }
+    let trigger = match triggers.len() {
+        1 => triggers.remove(0),
+        0 => {
+            return Err(invalid(
+                "",
+                "has no trigger; set one of cron, every, event, webhook or manual = true".into(),
+            ));
+        }
+        _ => {
+            let kinds: Vec<&str> = triggers.iter().map(Trigger::kind).collect();
+            return Err(invalid(
+                kinds[1],
+                format!(
+                    "a routine has one trigger, but this one sets {}",
+                    kinds.join(" and ")
+                ),
+            ));
+        }
+    };
+    let action = match (raw.agent, raw.template) {
+        (Some(agent), None) => {
+            if raw.task.is_some() || raw.timeout.is_some() {
+                return Err(invalid(
+                    "task",
+                    "`task` and `timeout` go with `template`; an agent gets a `message`".into(),
+                ));
+            }
+            Action::Message {
+                agent,
+                text: raw.message.ok_or_else(|| {
+                    invalid("message", "missing; what should the agent be told?".into())
+                })?,
+            }
+        }
+        (None, Some(template)) => {
+            if raw.message.is_some() {
+                return Err(invalid(
+                    "message",
+                    "a spawned agent gets a `task`, not a `message`".into(),
+                ));
+            }
+            let timeout = match raw.timeout {
+                Some(text) => duration("timeout", &text)?,
+                None => DEFAULT_RUN_TIMEOUT,
+            };
+            Action::Spawn {
+                template,
+                task: raw.task.ok_or_else(|| {
+                    invalid("task", "missing; what should the new agent do?".into())
+                })?,
+                timeout_secs: timeout.as_secs().max(1),
+            }
+        }
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "template",
+                "set `agent` (message an agent) or `template` (spawn one), not both".into(),
+            ));
+        }
+        (None, None) => {
+            return Err(invalid(
+                "",
+                "has no action; set `agent` + `message`, or `template` + `task`".into(),
+            ));
+        }
+    };
+    let mut guardrails = Guardrails::default();
+    if let Some(text) = raw.concurrency {
+        guardrails.concurrency = match text.as_str() {
+            "skip" => Concurrency::Skip,
+            "queue" => Concurrency::Queue,
+            "replace" => Concurrency::Replace,
+            _ => {
+                return Err(invalid(
+                    "concurrency",
+                    format!("`{text}` is not skip, queue or replace"),
+                ));
+            }
+        };
+    }
+    if let Some(text) = raw.catch_up {
+        guardrails.catch_up = match text.as_str() {
+            "skip" => CatchUp::Skip,
+            "once" => CatchUp::Once,
+            "all" => CatchUp::All,
+            _ => {
+                return Err(invalid(
+                    "catch_up",
+                    format!("`{text}` is not skip, once or all"),
+                ));
+            }
+        };
+    }
+    if let Some(n) = raw.max_failures {
+        guardrails.max_failures = n;
+    }
+    if let Some(n) = raw.catch_up_max {
+        guardrails.catch_up_max = n;
+    }
+    if let Some(text) = raw.cooldown {
+        guardrails.cooldown_secs = duration("cooldown", &text)?.as_secs();
+    }
+    guardrails.run_tokens = raw.run_tokens;
+    guardrails.day_tokens = raw.day_tokens;
+    guardrails.run_cost_micros = dollars("run_cost", raw.run_cost, invalid)?;
+    guardrails.day_cost_micros = dollars("day_cost", raw.day_cost, invalid)?;
+    Ok(RoutineSpec {
+        trigger,
+        action,
+        guardrails,
+    })
+}
+
+fn dollars(
+    field: &str,
+    value: Option<f64>,
+    invalid: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<Option<u64>, ConfigError> {
+    match value {
+        None => Ok(None),
+        Some(v) if v.is_finite() && v >= 0.0 && v < 1e9 => {
+            // Finite, non-negative and below 1e9 dollars: the cast is exact enough.
+            let micros = (v * 1_000_000.0).round() as u64;
+            Ok(Some(micros))
+        }
+        Some(v) => Err(invalid(
+            field,
+            format!("{v} is not an amount in US dollars"),
+        )),
+    }
+}
+
+/// For `reef config show` and messages: `every = "2s"`-style text of an interval.
+pub fn describe_every(millis: u64) -> String {
+    format_duration(Duration::from_millis(millis))
+}

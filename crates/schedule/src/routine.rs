@@ -1,0 +1,112 @@
+//! Checks a routine's definition before it is stored: time expressions, intervals against
+//! the configured minimum, event patterns, and guardrails that make sense together. The
+//! error names the field as `reef.toml` spells it.
+
+use crate::cron::CronExpr;
+use crate::duration::format_duration;
+use crate::schedule::Schedule;
+use crate::zone::parse_zone;
+use chrono::{DateTime, Utc};
+use reef_core::{Action, RoutineSpec, Trigger};
+use std::time::Duration;
+
+/// A definition that cannot be used: `field` is the key to fix.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct RoutineError {
+    pub field: &'static str,
+    pub message: String,
+}
+
+fn fail(field: &'static str, message: impl Into<String>) -> RoutineError {
+    RoutineError {
+        field,
+        message: message.into(),
+    }
+}
+
+/// Checks `spec`; `min_interval` is `[scheduler] min_interval`.
+pub fn check_routine(spec: &RoutineSpec, min_interval: Duration) -> Result<(), RoutineError> {
+    match &spec.trigger {
+        Trigger::Cron { expr, tz } => {
+            let zone = parse_zone(tz).map_err(|e| fail("tz", e.to_string()))?;
+            CronExpr::parse(expr, zone).map_err(|e| fail("cron", e.to_string()))?;
+        }
+        Trigger::Every { millis } => {
+            let period = Duration::from_millis(*millis);
+            if period < min_interval {
+                return Err(fail(
+                    "every",
+                    format!(
+                        "{} is shorter than scheduler.min_interval ({})",
+                        format_duration(period),
+                        format_duration(min_interval)
+                    ),
+                ));
+            }
+        }
+        Trigger::Event { event, pattern } => {
+            if event.trim().is_empty() {
+                return Err(fail("event", "names no event kind; e.g. \"agent.failed\""));
+            }
+            if let Some(pattern) = pattern {
+                regex::Regex::new(pattern)
+                    .map_err(|e| fail("match", format!("is not a regular expression: {e}")))?;
+            }
+        }
+        Trigger::Webhook { hook } => {
+            if hook.trim().is_empty() {
+                return Err(fail("webhook", "names no [hooks.NAME]"));
+            }
+        }
+        Trigger::Manual => {}
+    }
+    match &spec.action {
+        Action::Message { agent, text } => {
+            if agent.trim().is_empty() {
+                return Err(fail("agent", "names no agent"));
+            }
+            if text.trim().is_empty() {
+                return Err(fail("message", "is empty; say what the agent should do"));
+            }
+        }
+        Action::Spawn {
+            template,
+            task,
+            timeout_secs,
+        } => {
+            if template.trim().is_empty() {
+                return Err(fail("template", "names no template"));
+            }
+            if task.trim().is_empty() {
+                return Err(fail("task", "is empty; say what the agent should do"));
+            }
+            if *timeout_secs == 0 {
+                return Err(fail("timeout", "must be longer than 0s"));
+            }
+        }
+    }
+    if spec.guardrails.catch_up_max == 0 {
+        return Err(fail("catch_up_max", "must be at least 1"));
+    }
+    Ok(())
+}
+
+/// When a timed trigger fires: `None` for the other kinds. An interval counts from `anchor`.
+pub fn schedule_of(
+    trigger: &Trigger,
+    anchor: DateTime<Utc>,
+) -> Result<Option<Schedule>, RoutineError> {
+    Ok(match trigger {
+        Trigger::Cron { expr, tz } => {
+            let zone = parse_zone(tz).map_err(|e| fail("tz", e.to_string()))?;
+            let expr = CronExpr::parse(expr, zone).map_err(|e| fail("cron", e.to_string()))?;
+            Some(Schedule::Cron(Box::new(expr)))
+        }
+        Trigger::Every { millis } => Some(Schedule::Every {
+            period: Duration::from_millis((*millis).max(1)),
+            anchor,
+        }),
+        _ => None,
+    })
+}
