@@ -323,7 +323,7 @@ fn dollars(
 ) -> Result<Option<u64>, ConfigError> {
     match value {
         None => Ok(None),
-        Some(v) if v.is_finite() && v >= 0.0 && v < 1e9 => {
+        Some(v) if (0.0..1e9).contains(&v) => {
             // Finite, non-negative and below 1e9 dollars: the cast is exact enough.
             let micros = (v * 1_000_000.0).round() as u64;
             Ok(Some(micros))
