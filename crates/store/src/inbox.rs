@@ -5,6 +5,7 @@
 use crate::agents::agent_name;
 use crate::error::StoreError;
 use crate::events::insert_event;
+use crate::jobs::{JobEnd, JobState, end_job_for_inbox_in};
 use crate::pending::{PendingStatus, resolve_in};
 use crate::store::{Store, from_sql_int, to_sql_int};
 use reef_core::AgentId;
@@ -239,6 +240,25 @@ impl Store {
             }
             let message = message_by_id(&tx, to_sql_int(id))?
                 .ok_or_else(|| StoreError::NotFound(format!("inbox message {id}")))?;
+            // The job this message was the work of (a routine's run) ends with it.
+            let end = match &resolution {
+                Some((PendingStatus::Cancelled, reason)) => JobEnd {
+                    state: JobState::Failed,
+                    reason: Some(reason.clone()),
+                    result: None,
+                },
+                Some((_, answer)) => JobEnd {
+                    state: JobState::Completed,
+                    reason: None,
+                    result: Some(answer.clone()),
+                },
+                None => JobEnd {
+                    state: JobState::Completed,
+                    reason: None,
+                    result: None,
+                },
+            };
+            end_job_for_inbox_in(&tx, &now, id, &end)?;
             let open = match &message.request_id {
                 Some(request) => tx
                     .prepare_cached("SELECT status FROM pending WHERE id = ?1")?

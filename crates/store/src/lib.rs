@@ -1,6 +1,6 @@
 //! reef-store: reef's persistence: SQLite (WAL) with migrations for sessions (which can be
 //! forked), messages, context compactions, model usage, durable agents, their inboxes, the
-//! event history and long-term memory (chunked, keyword-searchable with BM25).
+//! event history, routines with their fires and jobs, and long-term memory (chunked, keyword-searchable with BM25).
 //!
 //! Open a [`Store`] with [`Store::open`]; every write is its own committed transaction, so a
 //! process killed mid-turn loses nothing already appended.
@@ -15,6 +15,7 @@ mod events;
 mod fingerprints;
 mod hooks;
 mod inbox;
+mod jobs;
 mod memory;
 mod messages;
 mod migrations;
@@ -23,6 +24,7 @@ mod private;
 mod recall;
 mod records;
 mod rooms;
+mod routines;
 mod sessions;
 mod store;
 mod transcripts;
@@ -36,6 +38,7 @@ pub use compactions::{CompactionRecord, NewCompaction};
 pub use error::StoreError;
 pub use events::StoredEvent;
 pub use inbox::{Delivery, InboxMessage, InboxStatus, Letter};
+pub use jobs::{JOB_STATES, JobEnd, JobKind, JobRecord, JobState};
 pub use memory::{
     Chunking, MemoryHit, MemoryItem, MemoryQuery, NewMemory, SHARED_NAMESPACE, check_namespace,
 };
@@ -47,6 +50,10 @@ pub use records::{
     CostRow, NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage, UsageRecord,
 };
 pub use rooms::RoomRecord;
+pub use routines::{
+    Claimed, FireClaim, FireEffect, FireRecord, NewRoutine, PutOutcome, RoutineRecord,
+    RoutineSource,
+};
 pub use store::Store;
 pub use transcripts::SessionHit;
 pub use vectors::{VectorCoverage, VectorQuery, dot};

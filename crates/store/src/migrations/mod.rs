@@ -14,6 +14,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0008_compactions.sql")),
     M::up(include_str!("0009_breakpoints.sql")),
     M::up(include_str!("0010_ephemeral_hooks.sql")),
+    M::up(include_str!("0011_routines_jobs.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -26,6 +27,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 10);
+        assert_eq!(ALL.len(), 11);
     }
 }

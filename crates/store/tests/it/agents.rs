@@ -3,7 +3,7 @@
 use reef_core::{AgentId, AgentState, Budget, Capabilities};
 use reef_store::{InboxStatus, NewAgent, Store, StoreError};
 
-fn new_agent(name: &str) -> NewAgent {
+pub fn new_agent(name: &str) -> NewAgent {
     NewAgent {
         id: AgentId::new(),
         name: name.into(),

@@ -9,6 +9,7 @@ mod messages;
 mod open;
 mod pending;
 mod recall;
+mod routines;
 mod session_search;
 mod sessions;
 mod usage;

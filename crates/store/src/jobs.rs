@@ -1,0 +1,340 @@
+//! Jobs: every routine run (and, through the runtime, every agent turn) with its state,
+//! pending → running → completed | failed | cancelled, moved only along those edges. A routine
+//! job that ends updates its routine's run of failures in the same transaction, disabling the
+//! routine when it reaches `max_failures`.
+
+use crate::error::StoreError;
+use crate::events::insert_event;
+use crate::store::{Store, from_sql_int, to_sql_int};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use serde::Serialize;
+use serde_json::json;
+
+/// What a job is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobKind {
+    Routine,
+    Turn,
+    Heartbeat,
+}
+
+impl JobKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Routine => "routine",
+            JobKind::Turn => "turn",
+            JobKind::Heartbeat => "heartbeat",
+        }
+    }
+
+    fn parse(s: &str) -> Option<JobKind> {
+        [JobKind::Routine, JobKind::Turn, JobKind::Heartbeat]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
+/// Where a job is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Pending,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+/// Every job state, for help texts and argument checks.
+pub const JOB_STATES: [JobState; 5] = [
+    JobState::Pending,
+    JobState::Running,
+    JobState::Completed,
+    JobState::Failed,
+    JobState::Cancelled,
+];
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Running => "running",
+            JobState::Completed => "completed",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<JobState> {
+        JOB_STATES.into_iter().find(|k| k.as_str() == s)
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            JobState::Completed | JobState::Failed | JobState::Cancelled
+        )
+    }
+
+    /// Whether a job may move from `self` to `to`.
+    pub fn can_become(self, to: JobState) -> bool {
+        matches!(
+            (self, to),
+            (
+                JobState::Pending,
+                JobState::Running | JobState::Failed | JobState::Cancelled
+            ) | (
+                JobState::Running,
+                JobState::Completed | JobState::Failed | JobState::Cancelled
+            )
+        )
+    }
+}
+
+/// A job as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct JobRecord {
+    pub id: u64,
+    pub kind: JobKind,
+    pub state: JobState,
+    pub routine_id: Option<String>,
+    /// The routine's name, kept after the routine is deleted.
+    pub routine: Option<String>,
+    pub agent_id: Option<String>,
+    pub agent_name: Option<String>,
+    /// The inbox message whose turn is this job's work.
+    pub inbox_id: Option<u64>,
+    /// The fire's scheduled instant, in milliseconds since the Unix epoch.
+    pub scheduled_ms: Option<i64>,
+    /// When a spawned run is stopped, in milliseconds since the Unix epoch.
+    pub deadline_ms: Option<i64>,
+    pub reason: Option<String>,
+    /// The final answer of a completed run.
+    pub result: Option<String>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub progress_at: String,
+}
+
+pub(crate) const JOB_COLUMNS: &str = "id, kind, state, routine_id, routine, agent_id, agent_name, \
+     inbox_id, scheduled_ms, deadline_ms, reason, result, created_at, started_at, ended_at, \
+     progress_at";
+
+pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<JobRecord> {
+    let kind: String = row.get(1)?;
+    let state: String = row.get(2)?;
+    let bad = |what: &str, value: &str| {
+        rusqlite::Error::FromSqlConversionFailure(
+            0,
+            rusqlite::types::Type::Text,
+            format!("unknown job {what} `{value}`").into(),
+        )
+    };
+    Ok(JobRecord {
+        id: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
+        kind: JobKind::parse(&kind).ok_or_else(|| bad("kind", &kind))?,
+        state: JobState::parse(&state).ok_or_else(|| bad("state", &state))?,
+        routine_id: row.get(3)?,
+        routine: row.get(4)?,
+        agent_id: row.get(5)?,
+        agent_name: row.get(6)?,
+        inbox_id: row
+            .get::<_, Option<i64>>(7)?
+            .and_then(|v| u64::try_from(v).ok()),
+        scheduled_ms: row.get(8)?,
+        deadline_ms: row.get(9)?,
+        reason: row.get(10)?,
+        result: row.get(11)?,
+        created_at: row.get(12)?,
+        started_at: row.get(13)?,
+        ended_at: row.get(14)?,
+        progress_at: row.get(15)?,
+    })
+}
+
+pub(crate) fn job_in(conn: &Connection, id: u64) -> Result<Option<JobRecord>, StoreError> {
+    Ok(conn
+        .prepare_cached(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"))?
+        .query_row(params![to_sql_int(id)], job_from_row)
+        .optional()?)
+}
+
+/// How a job ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobEnd {
+    pub state: JobState,
+    pub reason: Option<String>,
+    pub result: Option<String>,
+}
+
+/// Moves job `id` to `end.state` if that is a valid move, inside the caller's transaction,
+/// and settles its routine's run of failures. Returns the job as it ends, or `None` when it
+/// had already ended.
+pub(crate) fn end_job_in(
+    tx: &Connection,
+    now: &str,
+    id: u64,
+    end: &JobEnd,
+) -> Result<Option<JobRecord>, StoreError> {
+    let Some(job) = job_in(tx, id)? else {
+        return Err(StoreError::NotFound(format!("job {id}")));
+    };
+    if !job.state.can_become(end.state) {
+        return Ok(None);
+    }
+    tx.prepare_cached(
+        "UPDATE jobs SET state = ?1, reason = COALESCE(?2, reason), result = ?3, ended_at = ?4,
+                progress_at = ?4, started_at = COALESCE(started_at, ?4)
+         WHERE id = ?5",
+    )?
+    .execute(params![
+        end.state.as_str(),
+        end.reason,
+        end.result,
+        now,
+        to_sql_int(id)
+    ])?;
+    let ended = job_in(tx, id)?.ok_or_else(|| StoreError::NotFound(format!("job {id}")))?;
+    insert_event(
+        tx,
+        now,
+        "job.ended",
+        None,
+        &json!({"job_id": id, "kind": ended.kind, "state": ended.state,
+                "routine": ended.routine, "agent": ended.agent_name,
+                "reason": ended.reason, "result": ended.result}),
+    )?;
+    if let Some(routine_id) = &ended.routine_id {
+        match end.state {
+            JobState::Completed => {
+                tx.prepare_cached("UPDATE routines SET failures = 0 WHERE id = ?1")?
+                    .execute(params![routine_id])?;
+            }
+            JobState::Failed => {
+                crate::routines::count_failure_in(tx, now, routine_id, end.reason.as_deref())?;
+            }
+            _ => {}
+        }
+    }
+    Ok(Some(ended))
+}
+
+/// Ends the open job whose work is inbox message `inbox_id`, if there is one.
+pub(crate) fn end_job_for_inbox_in(
+    tx: &Connection,
+    now: &str,
+    inbox_id: u64,
+    end: &JobEnd,
+) -> Result<Option<JobRecord>, StoreError> {
+    let id: Option<i64> = tx
+        .prepare_cached(
+            "SELECT id FROM jobs WHERE inbox_id = ?1 AND state IN ('pending', 'running')",
+        )?
+        .query_row(params![to_sql_int(inbox_id)], |r| r.get(0))
+        .optional()?;
+    match id {
+        Some(id) => end_job_in(tx, now, from_sql_int(id, "job id")?, end),
+        None => Ok(None),
+    }
+}
+
+impl Store {
+    /// One job.
+    pub async fn job(&self, id: u64) -> Result<Option<JobRecord>, StoreError> {
+        self.run(move |db| job_in(&db.conn, id)).await
+    }
+
+    /// Jobs, newest first, optionally in one state or of one routine, at most `limit`.
+    pub async fn list_jobs(
+        &self,
+        state: Option<JobState>,
+        routine_id: Option<String>,
+        limit: usize,
+    ) -> Result<Vec<JobRecord>, StoreError> {
+        self.run(move |db| {
+            let mut stmt = db.conn.prepare_cached(&format!(
+                "SELECT {JOB_COLUMNS} FROM jobs
+                 WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR routine_id = ?2)
+                 ORDER BY id DESC LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(
+                params![
+                    state.map(JobState::as_str),
+                    routine_id,
+                    i64::try_from(limit).unwrap_or(i64::MAX)
+                ],
+                job_from_row,
+            )?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    /// Jobs that have not ended, oldest first.
+    pub async fn open_jobs(&self) -> Result<Vec<JobRecord>, StoreError> {
+        self.run(move |db| {
+            let mut stmt = db.conn.prepare_cached(&format!(
+                "SELECT {JOB_COLUMNS} FROM jobs WHERE state IN ('pending', 'running') ORDER BY id"
+            ))?;
+            let rows = stmt.query_map([], job_from_row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    /// Moves a pending job to running with the agent and inbox message doing its work.
+    pub async fn start_job(
+        &self,
+        id: u64,
+        agent_id: Option<String>,
+        agent_name: Option<String>,
+        inbox_id: Option<u64>,
+    ) -> Result<JobRecord, StoreError> {
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = db.clock.now();
+            let job = job_in(&tx, id)?.ok_or_else(|| StoreError::NotFound(format!("job {id}")))?;
+            if !job.state.can_become(JobState::Running) {
+                return Err(StoreError::Conflict(format!(
+                    "job {id} is {}, it cannot start",
+                    job.state.as_str()
+                )));
+            }
+            tx.prepare_cached(
+                "UPDATE jobs SET state = 'running', started_at = ?1, progress_at = ?1,
+                        agent_id = COALESCE(?2, agent_id), agent_name = COALESCE(?3, agent_name),
+                        inbox_id = COALESCE(?4, inbox_id)
+                 WHERE id = ?5",
+            )?
+            .execute(params![
+                now,
+                agent_id,
+                agent_name,
+                inbox_id.map(to_sql_int),
+                to_sql_int(id)
+            ])?;
+            let job = job_in(&tx, id)?.ok_or_else(|| StoreError::NotFound(format!("job {id}")))?;
+            tx.commit()?;
+            Ok(job)
+        })
+        .await
+    }
+
+    /// Ends a job. `Ok(None)`: it had already ended (or cannot move to that state).
+    pub async fn end_job(&self, id: u64, end: JobEnd) -> Result<Option<JobRecord>, StoreError> {
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = db.clock.now();
+            let ended = end_job_in(&tx, &now, id, &end)?;
+            tx.commit()?;
+            Ok(ended)
+        })
+        .await
+    }
+}

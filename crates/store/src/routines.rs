@@ -1,0 +1,642 @@
+//! Routines as stored: definitions put by the configuration, the operator or an agent, and
+//! the claim of each fire under its identity (routine, key), committed in the same transaction
+//! as its effect (the message delivered, or the job that spawns an agent), so a crash between
+//! claim and effect can neither lose nor repeat a fire.
+
+use crate::error::StoreError;
+use crate::events::insert_event;
+use crate::inbox::{Letter, deliver_in};
+use crate::jobs::{JobEnd, JobState, end_job_in};
+use crate::store::{Store, from_sql_int, to_sql_int};
+use reef_core::{AgentId, RoutineSpec};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use serde::Serialize;
+use serde_json::json;
+
+/// Who defined a routine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutineSource {
+    /// `[routines.NAME]` in `reef.toml`, reconciled at every start.
+    Config,
+    /// A template's `schedule`.
+    Template,
+    /// The CLI or the HTTP API.
+    Operator,
+    /// An agent's `schedule_routine` tool; dies with the agent.
+    Agent,
+}
+
+impl RoutineSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoutineSource::Config => "config",
+            RoutineSource::Template => "template",
+            RoutineSource::Operator => "operator",
+            RoutineSource::Agent => "agent",
+        }
+    }
+
+    fn parse(s: &str) -> Option<RoutineSource> {
+        [
+            RoutineSource::Config,
+            RoutineSource::Template,
+            RoutineSource::Operator,
+            RoutineSource::Agent,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+    }
+}
+
+/// A routine as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RoutineRecord {
+    pub id: String,
+    pub name: String,
+    pub spec: RoutineSpec,
+    pub enabled: bool,
+    pub source: RoutineSource,
+    /// The agent that scheduled it (deleted with that agent).
+    pub owner: Option<AgentId>,
+    /// Failed runs in a row.
+    pub failures: u32,
+    pub disabled_reason: Option<String>,
+    /// Intervals count from this instant (ms since the Unix epoch).
+    pub anchor_ms: i64,
+    /// Every timed fire at or before this instant is settled (ms since the Unix epoch).
+    pub watermark_ms: i64,
+    /// When the latest run was claimed (ms since the Unix epoch).
+    pub last_run_ms: Option<i64>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A definition to store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewRoutine {
+    pub name: String,
+    pub spec: RoutineSpec,
+    pub enabled: bool,
+    pub source: RoutineSource,
+    pub owner: Option<AgentId>,
+}
+
+/// What [`Store::put_routine`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PutOutcome {
+    Created,
+    /// The definition changed: the new one replaced it; its fire history is kept.
+    Replaced,
+    Unchanged,
+}
+
+const COLUMNS: &str = "id, name, spec, enabled, source, owner_id, failures, disabled_reason, \
+                       anchor_ms, watermark_ms, last_run_ms, created_at, updated_at";
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<RoutineRecord> {
+    let spec: String = row.get(2)?;
+    let source: String = row.get(4)?;
+    let bad = |what: String| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, what.into())
+    };
+    Ok(RoutineRecord {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        spec: serde_json::from_str(&spec).map_err(|e| bad(format!("routine spec: {e}")))?,
+        enabled: row.get(3)?,
+        source: RoutineSource::parse(&source)
+            .ok_or_else(|| bad(format!("unknown routine source `{source}`")))?,
+        owner: row
+            .get::<_, Option<String>>(5)?
+            .map(|id| AgentId::from(id.as_str())),
+        failures: row.get(6)?,
+        disabled_reason: row.get(7)?,
+        anchor_ms: row.get(8)?,
+        watermark_ms: row.get(9)?,
+        last_run_ms: row.get(10)?,
+        created_at: row.get(11)?,
+        updated_at: row.get(12)?,
+    })
+}
+
+fn by_name_in(conn: &Connection, name: &str) -> Result<Option<RoutineRecord>, StoreError> {
+    Ok(conn
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM routines WHERE name = ?1"))?
+        .query_row(params![name], from_row)
+        .optional()?)
+}
+
+fn by_id_in(conn: &Connection, id: &str) -> Result<RoutineRecord, StoreError> {
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM routines WHERE id = ?1"))?
+        .query_row(params![id], from_row)
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound(format!("routine {id}")))
+}
+
+fn spec_json(spec: &RoutineSpec) -> Result<String, StoreError> {
+    serde_json::to_string(spec)
+        .map_err(|e| StoreError::Corrupt(format!("routine spec cannot be written: {e}")))
+}
+
+/// Adds one to the routine's failures in a row and disables it when they reach its
+/// `max_failures` (recording `routine.disabled`).
+pub(crate) fn count_failure_in(
+    tx: &Connection,
+    now: &str,
+    routine_id: &str,
+    reason: Option<&str>,
+) -> Result<(), StoreError> {
+    tx.prepare_cached("UPDATE routines SET failures = failures + 1 WHERE id = ?1")?
+        .execute(params![routine_id])?;
+    let (name, failures, max, enabled): (String, u32, u32, bool) = tx
+        .prepare_cached("SELECT name, failures, max_failures, enabled FROM routines WHERE id = ?1")?
+        .query_row(params![routine_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+    if enabled && max > 0 && failures >= max {
+        let why = format!(
+            "disabled after {failures} failed runs in a row (last: {})",
+            reason.unwrap_or("no reason given")
+        );
+        tx.prepare_cached(
+            "UPDATE routines SET enabled = 0, disabled_reason = ?1, updated_at = ?2 WHERE id = ?3",
+        )?
+        .execute(params![why, now, routine_id])?;
+        insert_event(
+            tx,
+            now,
+            "routine.disabled",
+            None,
+            &json!({"routine": name, "failures": failures, "reason": why}),
+        )?;
+    }
+    Ok(())
+}
+
+/// One fire to claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FireClaim {
+    pub routine_id: String,
+    /// `at:MS` for a timed fire, `event:SEQ`, `hook:SIGNATURE`, `manual:ID`.
+    pub key: String,
+    pub scheduled_ms: i64,
+    /// Move the routine's watermark up to `scheduled_ms` (timed fires).
+    pub advance_watermark: bool,
+    pub effect: FireEffect,
+}
+
+/// What a claimed fire does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FireEffect {
+    /// Delivers the letter; the job runs until its message is finished.
+    Deliver(Letter),
+    /// A pending job for the runtime to spawn `agent_name`, stopped at `deadline_ms`.
+    Spawn {
+        agent_name: String,
+        deadline_ms: i64,
+    },
+    /// Waits as a pending job until the running one ends (`concurrency = "queue"`).
+    Queue,
+    /// Recorded as skipped, with the reason.
+    Skip { reason: String },
+}
+
+/// What became of a claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claimed {
+    /// A job was created (running for a delivery, pending otherwise).
+    Job {
+        job_id: u64,
+        inbox_id: Option<u64>,
+    },
+    /// The target agent is gone: the job failed at once and counts as a failure.
+    Failed {
+        job_id: u64,
+        reason: String,
+    },
+    Skipped,
+    /// This fire had been claimed before: nothing was done again.
+    AlreadyClaimed,
+}
+
+fn claim_in(
+    tx: &Connection,
+    now: &str,
+    now_ms: i64,
+    claim: &FireClaim,
+) -> Result<Claimed, StoreError> {
+    let routine = by_id_in(tx, &claim.routine_id)?;
+    if claim.advance_watermark && claim.scheduled_ms > routine.watermark_ms {
+        tx.prepare_cached("UPDATE routines SET watermark_ms = ?1 WHERE id = ?2")?
+            .execute(params![claim.scheduled_ms, claim.routine_id])?;
+    }
+    let known: Option<i64> = tx
+        .prepare_cached("SELECT 1 FROM routine_fires WHERE routine_id = ?1 AND fire_key = ?2")?
+        .query_row(params![claim.routine_id, claim.key], |r| r.get(0))
+        .optional()?;
+    if known.is_some() {
+        return Ok(Claimed::AlreadyClaimed);
+    }
+    let insert_job = |state: JobState,
+                      agent: Option<(&str, &str)>,
+                      inbox: Option<u64>,
+                      deadline: Option<i64>|
+     -> Result<u64, StoreError> {
+        tx.prepare_cached(
+            "INSERT INTO jobs (kind, state, routine_id, routine, agent_id, agent_name, inbox_id,
+                               scheduled_ms, deadline_ms, created_at, started_at, progress_at)
+             VALUES ('routine', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?9)",
+        )?
+        .execute(params![
+            state.as_str(),
+            claim.routine_id,
+            routine.name,
+            agent.map(|a| a.0),
+            agent.map(|a| a.1),
+            inbox.map(to_sql_int),
+            claim.scheduled_ms,
+            deadline,
+            now,
+            (state == JobState::Running).then_some(now),
+        ])?;
+        from_sql_int(tx.last_insert_rowid(), "job id")
+    };
+    let (outcome, reason, job_id, claimed) = match &claim.effect {
+        FireEffect::Deliver(letter) => match deliver_in(tx, now, letter) {
+            Ok(delivery) => {
+                let name = crate::agents::agent_name(tx, &letter.to)?;
+                let job = insert_job(
+                    JobState::Running,
+                    Some((letter.to.as_str(), &name)),
+                    Some(delivery.id),
+                    None,
+                )?;
+                (
+                    "run",
+                    None,
+                    Some(job),
+                    Claimed::Job {
+                        job_id: job,
+                        inbox_id: Some(delivery.id),
+                    },
+                )
+            }
+            Err(StoreError::NotFound(_)) => {
+                let reason = "the routine's agent no longer exists".to_owned();
+                let job = insert_job(JobState::Pending, None, None, None)?;
+                let end = JobEnd {
+                    state: JobState::Failed,
+                    reason: Some(reason.clone()),
+                    result: None,
+                };
+                end_job_in(tx, now, job, &end)?;
+                (
+                    "run",
+                    Some(reason.clone()),
+                    Some(job),
+                    Claimed::Failed {
+                        job_id: job,
+                        reason,
+                    },
+                )
+            }
+            Err(err) => return Err(err),
+        },
+        FireEffect::Spawn {
+            agent_name,
+            deadline_ms,
+        } => {
+            let job = insert_job(JobState::Pending, None, None, Some(*deadline_ms))?;
+            tx.prepare_cached("UPDATE jobs SET agent_name = ?1 WHERE id = ?2")?
+                .execute(params![agent_name, to_sql_int(job)])?;
+            (
+                "run",
+                None,
+                Some(job),
+                Claimed::Job {
+                    job_id: job,
+                    inbox_id: None,
+                },
+            )
+        }
+        FireEffect::Queue => {
+            let job = insert_job(JobState::Pending, None, None, None)?;
+            (
+                "run",
+                None,
+                Some(job),
+                Claimed::Job {
+                    job_id: job,
+                    inbox_id: None,
+                },
+            )
+        }
+        FireEffect::Skip { reason } => ("skipped", Some(reason.clone()), None, Claimed::Skipped),
+    };
+    tx.prepare_cached(
+        "INSERT INTO routine_fires (routine_id, fire_key, scheduled_ms, outcome, reason, job_id,
+                                    claimed_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        claim.routine_id,
+        claim.key,
+        claim.scheduled_ms,
+        outcome,
+        reason,
+        job_id.map(to_sql_int),
+        now
+    ])?;
+    if outcome == "run" {
+        tx.prepare_cached("UPDATE routines SET last_run_ms = ?1 WHERE id = ?2")?
+            .execute(params![now_ms, claim.routine_id])?;
+    }
+    insert_event(
+        tx,
+        now,
+        "routine.fired",
+        None,
+        &json!({"routine": routine.name, "key": claim.key, "scheduled_ms": claim.scheduled_ms,
+                "outcome": outcome, "reason": reason, "job_id": job_id}),
+    )?;
+    Ok(claimed)
+}
+
+/// One line of a routine's fire history.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FireRecord {
+    pub key: String,
+    pub scheduled_ms: i64,
+    /// `run` or `skipped`.
+    pub outcome: String,
+    pub reason: Option<String>,
+    pub job_id: Option<u64>,
+    /// The job's state, for a run.
+    pub state: Option<String>,
+    pub claimed_at: String,
+}
+
+impl Store {
+    /// Creates a routine; a taken name is a `Conflict`.
+    pub async fn create_routine(
+        &self,
+        new: NewRoutine,
+        now_ms: i64,
+    ) -> Result<RoutineRecord, StoreError> {
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = db.clock.now();
+            if by_name_in(&tx, &new.name)?.is_some() {
+                return Err(StoreError::Conflict(format!(
+                    "a routine named `{}` already exists",
+                    new.name
+                )));
+            }
+            let record = insert_in(&tx, &now, now_ms, &new)?;
+            tx.commit()?;
+            Ok(record)
+        })
+        .await
+    }
+
+    /// Creates or replaces a routine by name. An unchanged definition keeps its state; a
+    /// changed one replaces it (its fires so far stay in its history, and a changed trigger
+    /// starts counting from now).
+    pub async fn put_routine(
+        &self,
+        new: NewRoutine,
+        now_ms: i64,
+    ) -> Result<(RoutineRecord, PutOutcome), StoreError> {
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = db.clock.now();
+            let out = match by_name_in(&tx, &new.name)? {
+                None => (insert_in(&tx, &now, now_ms, &new)?, PutOutcome::Created),
+                Some(old) if old.spec == new.spec && old.source == new.source => {
+                    (old, PutOutcome::Unchanged)
+                }
+                Some(old) => {
+                    let trigger_changed = old.spec.trigger != new.spec.trigger;
+                    tx.prepare_cached(
+                        "UPDATE routines SET spec = ?1, enabled = ?2, source = ?3, owner_id = ?4,
+                                max_failures = ?5, failures = 0, disabled_reason = NULL,
+                                anchor_ms = CASE WHEN ?6 THEN ?7 ELSE anchor_ms END,
+                                watermark_ms = CASE WHEN ?6 THEN ?7 ELSE watermark_ms END,
+                                updated_at = ?8
+                         WHERE id = ?9",
+                    )?
+                    .execute(params![
+                        spec_json(&new.spec)?,
+                        new.enabled,
+                        new.source.as_str(),
+                        new.owner.as_ref().map(AgentId::as_str),
+                        new.spec.guardrails.max_failures,
+                        trigger_changed,
+                        now_ms,
+                        now,
+                        old.id
+                    ])?;
+                    insert_event(
+                        &tx,
+                        &now,
+                        "routine.updated",
+                        None,
+                        &json!({"routine": new.name}),
+                    )?;
+                    (by_id_in(&tx, &old.id)?, PutOutcome::Replaced)
+                }
+            };
+            tx.commit()?;
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Deletes a routine and its fire history (its jobs stay); `false` if there was none.
+    pub async fn delete_routine(&self, name: &str) -> Result<bool, StoreError> {
+        let name = name.to_owned();
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = db.clock.now();
+            let n = tx
+                .prepare_cached("DELETE FROM routines WHERE name = ?1")?
+                .execute(params![name])?;
+            if n > 0 {
+                insert_event(
+                    &tx,
+                    &now,
+                    "routine.deleted",
+                    None,
+                    &json!({"routine": name}),
+                )?;
+            }
+            tx.commit()?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    /// Enables or disables a routine. Enabling clears its failures and starts its clock at
+    /// `now_ms`: fires missed while it was off are not caught up.
+    pub async fn set_routine_enabled(
+        &self,
+        name: &str,
+        enabled: bool,
+        reason: Option<String>,
+        now_ms: i64,
+    ) -> Result<RoutineRecord, StoreError> {
+        let name = name.to_owned();
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = db.clock.now();
+            let old = by_name_in(&tx, &name)?
+                .ok_or_else(|| StoreError::NotFound(format!("routine {name}")))?;
+            if enabled {
+                tx.prepare_cached(
+                    "UPDATE routines SET enabled = 1, failures = 0, disabled_reason = NULL,
+                            watermark_ms = MAX(watermark_ms, ?1), updated_at = ?2 WHERE id = ?3",
+                )?
+                .execute(params![now_ms, now, old.id])?;
+            } else {
+                tx.prepare_cached(
+                    "UPDATE routines SET enabled = 0, disabled_reason = ?1, updated_at = ?2
+                     WHERE id = ?3",
+                )?
+                .execute(params![reason, now, old.id])?;
+            }
+            let kind = if enabled {
+                "routine.enabled"
+            } else {
+                "routine.disabled"
+            };
+            insert_event(
+                &tx,
+                &now,
+                kind,
+                None,
+                &json!({"routine": name, "reason": reason}),
+            )?;
+            let record = by_id_in(&tx, &old.id)?;
+            tx.commit()?;
+            Ok(record)
+        })
+        .await
+    }
+
+    /// Every routine, by name.
+    pub async fn list_routines(&self) -> Result<Vec<RoutineRecord>, StoreError> {
+        self.run(|db| {
+            let mut stmt = db
+                .conn
+                .prepare_cached(&format!("SELECT {COLUMNS} FROM routines ORDER BY name"))?;
+            let rows = stmt.query_map([], from_row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    pub async fn routine_by_name(&self, name: &str) -> Result<Option<RoutineRecord>, StoreError> {
+        let name = name.to_owned();
+        self.run(move |db| by_name_in(&db.conn, &name)).await
+    }
+
+    /// Claims fires in one transaction, each under its identity; see [`FireEffect`].
+    pub async fn claim_fires(
+        &self,
+        claims: Vec<FireClaim>,
+        now_ms: i64,
+    ) -> Result<Vec<Claimed>, StoreError> {
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = db.clock.now();
+            let mut out = Vec::with_capacity(claims.len());
+            for claim in &claims {
+                out.push(claim_in(&tx, &now, now_ms, claim)?);
+            }
+            tx.commit()?;
+            Ok(out)
+        })
+        .await
+    }
+
+    /// A routine's fires, newest first, at most `limit`.
+    pub async fn routine_fires(
+        &self,
+        routine_id: &str,
+        limit: usize,
+    ) -> Result<Vec<FireRecord>, StoreError> {
+        let routine_id = routine_id.to_owned();
+        self.run(move |db| {
+            let mut stmt = db.conn.prepare_cached(
+                "SELECT f.fire_key, f.scheduled_ms, f.outcome, f.reason, f.job_id, j.state,
+                        f.claimed_at
+                 FROM routine_fires f LEFT JOIN jobs j ON j.id = f.job_id
+                 WHERE f.routine_id = ?1 ORDER BY f.scheduled_ms DESC, f.claimed_at DESC
+                 LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(
+                params![routine_id, i64::try_from(limit).unwrap_or(i64::MAX)],
+                |r| {
+                    Ok(FireRecord {
+                        key: r.get(0)?,
+                        scheduled_ms: r.get(1)?,
+                        outcome: r.get(2)?,
+                        reason: r.get(3)?,
+                        job_id: r
+                            .get::<_, Option<i64>>(4)?
+                            .and_then(|v| u64::try_from(v).ok()),
+                        state: r.get(5)?,
+                        claimed_at: r.get(6)?,
+                    })
+                },
+            )?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+}
+
+fn insert_in(
+    tx: &Connection,
+    now: &str,
+    now_ms: i64,
+    new: &NewRoutine,
+) -> Result<RoutineRecord, StoreError> {
+    let id = format!("rtn_{}", uuid::Uuid::now_v7().simple());
+    tx.prepare_cached(
+        "INSERT INTO routines (id, name, spec, enabled, source, owner_id, max_failures,
+                               anchor_ms, watermark_ms, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?9)",
+    )?
+    .execute(params![
+        id,
+        new.name,
+        spec_json(&new.spec)?,
+        new.enabled,
+        new.source.as_str(),
+        new.owner.as_ref().map(AgentId::as_str),
+        new.spec.guardrails.max_failures,
+        now_ms,
+        now
+    ])?;
+    insert_event(
+        tx,
+        now,
+        "routine.created",
+        None,
+        &json!({"routine": new.name, "source": new.source}),
+    )?;
+    by_id_in(tx, &id)
+}
