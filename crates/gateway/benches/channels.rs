@@ -68,6 +68,7 @@ async fn main() {
         templates: Templates::builtin().unwrap(),
         helper: None,
         model_override: None,
+        clock: None,
     })
     .await
     .unwrap();

@@ -125,6 +125,7 @@ async fn main() {
         templates: Templates::builtin().unwrap(),
         helper: None,
         model_override: Some(Arc::new(Instant0)),
+        clock: None,
     })
     .await
     .unwrap();

@@ -3,7 +3,7 @@
 
 use crate::error::RuntimeError;
 use crate::kernel::Runtime;
-use reef_core::{AgentId, AgentState};
+use reef_core::{AgentId, AgentState, Budget};
 use reef_store::{AgentRecord, NewAgent, PendingStatus};
 use serde::Serialize;
 
@@ -20,6 +20,8 @@ pub struct SpawnRequest {
     pub task: Option<String>,
     /// Destroy the agent once its inbox is done (a webhook's or a request's agent).
     pub ephemeral: bool,
+    /// Limits narrower than the template's (a routine run's budget); `None` keeps them.
+    pub budget: Option<Budget>,
 }
 
 /// What `spawn` did; `clamped` lists what was narrowed to fit inside the parent.
@@ -75,7 +77,10 @@ impl Runtime {
             )));
         }
         let mut capabilities = template.capabilities.clone();
-        let mut budget = template.budget.clone();
+        let mut budget = match &req.budget {
+            Some(limit) => template.budget.clamped_to(limit),
+            None => template.budget.clone(),
+        };
         let mut clamped = Vec::new();
         if let Some(parent) = parent {
             if !parent.capabilities.spawn {

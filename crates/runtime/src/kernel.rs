@@ -1,5 +1,5 @@
-//! The `Runtime`: the daemon's kernel. It owns the store, the bus, the turn limit and one
-//! worker task per agent that has work; everything the HTTP API and the agents' own tools
+//! The `Runtime`: the daemon's kernel. It owns the store, the bus, the turn limit, the
+//! scheduler and one worker task per agent that has work; everything the HTTP API and the agents' own tools
 //! do goes through its methods.
 
 use crate::bus::Bus;
@@ -26,6 +26,8 @@ pub struct RuntimeOptions {
     pub helper: Option<HelperCommand>,
     /// Serve every agent with this model instead of the configured providers (benchmarks).
     pub model_override: Option<Arc<dyn ModelClient>>,
+    /// The clock routines fire by; `None` is the system's (tests pass a `ManualClock`).
+    pub clock: Option<Arc<dyn reef_schedule::Clock>>,
 }
 
 /// A handle to the running daemon kernel; cheap to clone.
@@ -56,6 +58,7 @@ pub(crate) struct Inner {
     pub debuggers: crate::debug::Debuggers,
     pub started: std::time::Instant,
     pub channels: crate::channels::Board,
+    pub scheduler: crate::scheduler::Handle,
 }
 
 /// What a start found and repaired.
@@ -115,6 +118,10 @@ impl Runtime {
                 debuggers: crate::debug::Debuggers::default(),
                 started: std::time::Instant::now(),
                 channels: crate::channels::Board::default(),
+                scheduler: crate::scheduler::Handle::new(
+                    opts.clock
+                        .unwrap_or_else(|| Arc::new(reef_schedule::SystemClock)),
+                ),
             }),
         };
         runtime.cancel_stale_breakpoints().await?;
@@ -148,6 +155,9 @@ impl Runtime {
                 worker::reap_if_done(&runtime, &agent).await?;
             }
         }
+        runtime.reconcile_routines().await?;
+        let scheduler = tokio::spawn(crate::scheduler::run(Arc::downgrade(&runtime.inner), after));
+        lock(&runtime.inner.background).push(scheduler);
         runtime.inner.bus.poke();
         Ok((runtime, Recovery { released, woken }))
     }

@@ -2,8 +2,9 @@
 //! has an inbox in the store and a worker that wakes when a message arrives and runs turns
 //! (at most `daemon.max_concurrent_turns` at once) until the inbox is empty, with budgets,
 //! loop detection, messaging and rooms, operator questions and approvals, and a bus that
-//! publishes the committed event history to subscribers, the operator command set, and the
-//! board where running channels report their state.
+//! publishes the committed event history to subscribers, the scheduler that fires routines
+//! exactly once, the operator command set, and the board where running channels report their
+//! state.
 
 mod agents;
 mod bus;
@@ -16,6 +17,8 @@ mod kernel;
 mod messaging;
 pub mod operator;
 mod questions;
+mod routines;
+mod scheduler;
 mod templates;
 mod tools;
 mod worker;
@@ -30,6 +33,8 @@ pub use messaging::{MAX_MESSAGE_BYTES, Sender, Sent};
 pub use questions::MAX_TTL_SECS;
 /// How `RuntimeOptions::helper` names the sandbox helper process.
 pub use reef_agent::HelperCommand;
+pub use routines::{RoutineRequest, RoutineView};
 pub use templates::{
-    BUILTIN_TEMPLATES, SandboxOverrides, Template, TemplateError, TemplateSource, Templates,
+    BUILTIN_TEMPLATES, DEFAULT_SCHEDULE_TASK, SandboxOverrides, Template, TemplateError,
+    TemplateSchedule, TemplateSource, Templates,
 };

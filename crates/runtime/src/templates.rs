@@ -40,10 +40,44 @@ pub struct Template {
     pub queue_mode: Option<reef_core::QueueMode>,
     /// The `[channels.NAME]` its agents appear on; `None` is every channel.
     pub channels: Option<Vec<String>>,
+    /// `schedule = "…"`: an agent of this template is spawned at each fire (`NAME-cron-N`),
+    /// reports to `#agents` and is destroyed when done or after `schedule_timeout`.
+    pub schedule: Option<TemplateSchedule>,
     pub source: TemplateSource,
 }
 
+/// A template's own schedule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TemplateSchedule {
+    pub cron: String,
+    /// IANA zone; the system's when not set.
+    pub tz: String,
+    pub timeout_secs: u64,
+    pub task: String,
+}
+
+/// The task a scheduled agent gets when its template names none.
+pub const DEFAULT_SCHEDULE_TASK: &str =
+    "It is time for your scheduled run: do what your instructions describe, then report.";
+
 impl Template {
+    /// The routine a `schedule` becomes: spawn an agent of this template at each fire.
+    pub fn schedule_spec(&self) -> Option<reef_core::RoutineSpec> {
+        let schedule = self.schedule.as_ref()?;
+        Some(reef_core::RoutineSpec {
+            trigger: reef_core::Trigger::Cron {
+                expr: schedule.cron.clone(),
+                tz: schedule.tz.clone(),
+            },
+            action: reef_core::Action::Spawn {
+                template: self.name.clone(),
+                task: schedule.task.clone(),
+                timeout_secs: schedule.timeout_secs,
+            },
+            guardrails: reef_core::Guardrails::default(),
+        })
+    }
+
     /// Whether agents from this template appear on channel `name`.
     pub fn on_channel(&self, name: &str) -> bool {
         self.channels
@@ -210,6 +244,14 @@ struct TemplateToml {
     queue_mode: Option<reef_core::QueueMode>,
     #[serde(default)]
     channels: Option<Vec<String>>,
+    #[serde(default)]
+    schedule: Option<String>,
+    #[serde(default)]
+    schedule_tz: Option<String>,
+    #[serde(default)]
+    schedule_timeout: Option<String>,
+    #[serde(default)]
+    schedule_task: Option<String>,
 }
 
 #[derive(Default, Deserialize)]
@@ -265,6 +307,45 @@ fn parse(name: &str, text: &str, source: TemplateSource) -> Result<Template, Tem
             "must be at least 1".into(),
         ));
     }
+    let schedule = match raw.schedule {
+        None => {
+            if raw.schedule_tz.is_some()
+                || raw.schedule_timeout.is_some()
+                || raw.schedule_task.is_some()
+            {
+                return Err(invalid(
+                    "schedule",
+                    "missing; schedule_tz, schedule_timeout and schedule_task go with it".into(),
+                ));
+            }
+            None
+        }
+        Some(cron) => {
+            let zone = match &raw.schedule_tz {
+                Some(tz) => reef_schedule::parse_zone(tz)
+                    .map_err(|e| invalid("schedule_tz", e.to_string()))?,
+                None => reef_schedule::system_zone(),
+            };
+            reef_schedule::CronExpr::parse(&cron, zone)
+                .map_err(|e| invalid("schedule", e.to_string()))?;
+            let timeout = match &raw.schedule_timeout {
+                Some(text) => reef_schedule::parse_duration(text)
+                    .map_err(|e| invalid("schedule_timeout", e.to_string()))?,
+                None => reef_config::DEFAULT_RUN_TIMEOUT,
+            };
+            if timeout.as_secs() == 0 {
+                return Err(invalid("schedule_timeout", "must be at least 1s".into()));
+            }
+            Some(TemplateSchedule {
+                cron,
+                tz: zone.name().to_owned(),
+                timeout_secs: timeout.as_secs(),
+                task: raw
+                    .schedule_task
+                    .unwrap_or_else(|| DEFAULT_SCHEDULE_TASK.to_owned()),
+            })
+        }
+    };
     Ok(Template {
         name: name.to_owned(),
         description: raw.description,
@@ -280,6 +361,7 @@ fn parse(name: &str, text: &str, source: TemplateSource) -> Result<Template, Tem
         },
         queue_mode: raw.queue_mode,
         channels: raw.channels,
+        schedule,
         source,
     })
 }

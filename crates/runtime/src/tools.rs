@@ -316,6 +316,7 @@ impl Tool for RuntimeTool {
                             persona: a.persona,
                             task: a.task,
                             ephemeral: false,
+                            budget: None,
                         },
                         Some(&me),
                     )

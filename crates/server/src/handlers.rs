@@ -91,6 +91,7 @@ pub async fn spawn_agent(
                 persona: body.persona,
                 task: body.task,
                 ephemeral: false,
+                budget: None,
             },
             None,
         )

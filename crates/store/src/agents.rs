@@ -276,6 +276,21 @@ impl Store {
                     &json!({"id": item, "answer": null, "by": "destroyed"}),
                 )?;
             }
+            // Its routine runs end with it.
+            let jobs: Vec<i64> = tx
+                .prepare_cached(
+                    "SELECT id FROM jobs WHERE agent_id = ?1 AND state IN ('pending', 'running')",
+                )?
+                .query_map(params![id.as_str()], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            for job in jobs {
+                let end = crate::jobs::JobEnd {
+                    state: crate::jobs::JobState::Cancelled,
+                    reason: Some(format!("agent {} was destroyed", agent.name)),
+                    result: None,
+                };
+                crate::jobs::end_job_in(&tx, &now, from_sql_int(job, "job id")?, &end)?;
+            }
             if let (true, Some(session)) = (purge, &agent.session) {
                 tx.prepare_cached("DELETE FROM sessions WHERE id = ?1")?
                     .execute(params![session.as_str()])?;
@@ -285,7 +300,8 @@ impl Store {
                 &now,
                 "agent.destroyed",
                 Some(&id),
-                &json!({"name": agent.name, "purged": purge}),
+                &json!({"name": agent.name, "purged": purge,
+                        "session": if purge { None } else { agent.session.as_ref() }}),
             )?;
             tx.commit()?;
             Ok(())

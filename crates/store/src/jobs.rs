@@ -5,10 +5,14 @@
 
 use crate::error::StoreError;
 use crate::events::insert_event;
+use crate::inbox::{Letter, deliver_in};
 use crate::store::{Store, from_sql_int, to_sql_int};
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::json;
+
+/// The room a spawned routine run reports to.
+pub const REPORT_ROOM: &str = "#agents";
 
 /// What a job is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -206,6 +210,19 @@ pub(crate) fn end_job_in(
                 "routine": ended.routine, "agent": ended.agent_name,
                 "reason": ended.reason, "result": ended.result}),
     )?;
+    // A spawned run (it has a deadline) reports its answer in the agents' room.
+    if let (JobState::Completed, Some(_), Some(text)) =
+        (ended.state, ended.deadline_ms, ended.result.as_deref())
+    {
+        insert_event(
+            tx,
+            now,
+            "routine.report",
+            None,
+            &json!({"room": REPORT_ROOM, "routine": ended.routine, "agent": ended.agent_name,
+                    "job_id": id, "text": text}),
+        )?;
+    }
     if let Some(routine_id) = &ended.routine_id {
         match end.state {
             JobState::Completed => {
@@ -274,11 +291,51 @@ impl Store {
 
     /// Jobs that have not ended, oldest first.
     pub async fn open_jobs(&self) -> Result<Vec<JobRecord>, StoreError> {
+        self.open_jobs_where("?1 IS NULL", None).await
+    }
+
+    /// The ids of one routine's jobs that have not ended, oldest first, at most `limit`.
+    pub async fn open_routine_jobs(
+        &self,
+        routine_id: &str,
+        limit: usize,
+    ) -> Result<Vec<u64>, StoreError> {
+        let routine_id = routine_id.to_owned();
+        self.run(move |db| {
+            let mut stmt = db.conn.prepare_cached(
+                "SELECT id FROM jobs WHERE routine_id = ?1 AND state IN ('pending', 'running')
+                 ORDER BY id LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(
+                params![routine_id, i64::try_from(limit).unwrap_or(i64::MAX)],
+                |r| r.get::<_, i64>(0),
+            )?;
+            rows.map(|id| from_sql_int(id?, "job id"))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .await
+    }
+
+    /// Routine jobs the scheduler moves on: pending ones, and spawned runs with a deadline.
+    pub async fn jobs_to_advance(&self) -> Result<Vec<JobRecord>, StoreError> {
+        self.open_jobs_where(
+            "?1 IS NULL AND (state = 'pending' OR (state = 'running' AND deadline_ms IS NOT NULL))",
+            None,
+        )
+        .await
+    }
+
+    async fn open_jobs_where(
+        &self,
+        filter: &'static str,
+        param: Option<String>,
+    ) -> Result<Vec<JobRecord>, StoreError> {
         self.run(move |db| {
             let mut stmt = db.conn.prepare_cached(&format!(
-                "SELECT {JOB_COLUMNS} FROM jobs WHERE state IN ('pending', 'running') ORDER BY id"
+                "SELECT {JOB_COLUMNS} FROM jobs WHERE state IN ('pending', 'running') AND {filter}
+                 ORDER BY id"
             ))?;
-            let rows = stmt.query_map([], job_from_row)?;
+            let rows = stmt.query_map(params![param], job_from_row)?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
         .await
@@ -315,6 +372,47 @@ impl Store {
                 agent_id,
                 agent_name,
                 inbox_id.map(to_sql_int),
+                to_sql_int(id)
+            ])?;
+            let job = job_in(&tx, id)?.ok_or_else(|| StoreError::NotFound(format!("job {id}")))?;
+            tx.commit()?;
+            Ok(job)
+        })
+        .await
+    }
+
+    /// Starts a pending routine job whose agent now exists: its task is delivered to the agent
+    /// and the job runs until that message is finished or `deadline_ms` passes, in one
+    /// transaction. A job no longer pending is a `Conflict`.
+    pub async fn start_job_with_task(
+        &self,
+        id: u64,
+        task: Letter,
+        deadline_ms: i64,
+    ) -> Result<JobRecord, StoreError> {
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = db.clock.now();
+            let job = job_in(&tx, id)?.ok_or_else(|| StoreError::NotFound(format!("job {id}")))?;
+            if job.state != JobState::Pending {
+                return Err(StoreError::Conflict(format!(
+                    "job {id} is {}, it cannot start",
+                    job.state.as_str()
+                )));
+            }
+            let delivery = deliver_in(&tx, &now, &task)?;
+            tx.prepare_cached(
+                "UPDATE jobs SET state = 'running', started_at = ?1, progress_at = ?1,
+                        agent_id = ?2, inbox_id = ?3, deadline_ms = ?4
+                 WHERE id = ?5",
+            )?
+            .execute(params![
+                now,
+                task.to.as_str(),
+                to_sql_int(delivery.id),
+                deadline_ms,
                 to_sql_int(id)
             ])?;
             let job = job_in(&tx, id)?.ok_or_else(|| StoreError::NotFound(format!("job {id}")))?;

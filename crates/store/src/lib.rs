@@ -38,7 +38,7 @@ pub use compactions::{CompactionRecord, NewCompaction};
 pub use error::StoreError;
 pub use events::StoredEvent;
 pub use inbox::{Delivery, InboxMessage, InboxStatus, Letter};
-pub use jobs::{JOB_STATES, JobEnd, JobKind, JobRecord, JobState};
+pub use jobs::{JOB_STATES, JobEnd, JobKind, JobRecord, JobState, REPORT_ROOM};
 pub use memory::{
     Chunking, MemoryHit, MemoryItem, MemoryQuery, NewMemory, SHARED_NAMESPACE, check_namespace,
 };

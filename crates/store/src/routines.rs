@@ -192,13 +192,12 @@ pub struct FireClaim {
 pub enum FireEffect {
     /// Delivers the letter; the job runs until its message is finished.
     Deliver(Letter),
-    /// A pending job for the runtime to spawn `agent_name`, stopped at `deadline_ms`.
-    Spawn {
-        agent_name: String,
-        deadline_ms: i64,
-    },
-    /// Waits as a pending job until the running one ends (`concurrency = "queue"`).
-    Queue,
+    /// A pending job for the runtime to start by spawning an agent named
+    /// `{name_prefix}-{job id}`.
+    Spawn { name_prefix: String },
+    /// A job that fails at once with the reason (its target is missing); it counts toward
+    /// the routine's `max_failures`.
+    Fail { reason: String },
     /// Recorded as skipped, with the reason.
     Skip { reason: String },
 }
@@ -239,6 +238,15 @@ fn claim_in(
     if known.is_some() {
         return Ok(Claimed::AlreadyClaimed);
     }
+    // Disabled since the caller looked (a run failed once too often): nothing runs.
+    let disabled = FireEffect::Skip {
+        reason: "the routine is disabled".into(),
+    };
+    let effect = if routine.enabled {
+        &claim.effect
+    } else {
+        &disabled
+    };
     let insert_job = |state: JobState,
                       agent: Option<(&str, &str)>,
                       inbox: Option<u64>,
@@ -263,7 +271,7 @@ fn claim_in(
         ])?;
         from_sql_int(tx.last_insert_rowid(), "job id")
     };
-    let (outcome, reason, job_id, claimed) = match &claim.effect {
+    let (outcome, reason, job_id, claimed) = match effect {
         FireEffect::Deliver(letter) => match deliver_in(tx, now, letter) {
             Ok(delivery) => {
                 let name = crate::agents::agent_name(tx, &letter.to)?;
@@ -285,13 +293,7 @@ fn claim_in(
             }
             Err(StoreError::NotFound(_)) => {
                 let reason = "the routine's agent no longer exists".to_owned();
-                let job = insert_job(JobState::Pending, None, None, None)?;
-                let end = JobEnd {
-                    state: JobState::Failed,
-                    reason: Some(reason.clone()),
-                    result: None,
-                };
-                end_job_in(tx, now, job, &end)?;
+                let job = failed_job(&insert_job, tx, now, &reason)?;
                 (
                     "run",
                     Some(reason.clone()),
@@ -304,25 +306,22 @@ fn claim_in(
             }
             Err(err) => return Err(err),
         },
-        FireEffect::Spawn {
-            agent_name,
-            deadline_ms,
-        } => {
-            let job = insert_job(JobState::Pending, None, None, Some(*deadline_ms))?;
-            tx.prepare_cached("UPDATE jobs SET agent_name = ?1 WHERE id = ?2")?
-                .execute(params![agent_name, to_sql_int(job)])?;
+        FireEffect::Fail { reason } => {
+            let job = failed_job(&insert_job, tx, now, reason)?;
             (
                 "run",
-                None,
+                Some(reason.clone()),
                 Some(job),
-                Claimed::Job {
+                Claimed::Failed {
                     job_id: job,
-                    inbox_id: None,
+                    reason: reason.clone(),
                 },
             )
         }
-        FireEffect::Queue => {
+        FireEffect::Spawn { name_prefix } => {
             let job = insert_job(JobState::Pending, None, None, None)?;
+            tx.prepare_cached("UPDATE jobs SET agent_name = ?1 WHERE id = ?2")?
+                .execute(params![format!("{name_prefix}-{job}"), to_sql_int(job)])?;
             (
                 "run",
                 None,
@@ -362,6 +361,27 @@ fn claim_in(
                 "outcome": outcome, "reason": reason, "job_id": job_id}),
     )?;
     Ok(claimed)
+}
+
+/// The signature of the job inserter inside a claim.
+type InsertJob<'a> = dyn Fn(JobState, Option<(&str, &str)>, Option<u64>, Option<i64>) -> Result<u64, StoreError>
+    + 'a;
+
+/// Creates a job that failed at once, counting toward its routine's `max_failures`.
+fn failed_job(
+    insert_job: &InsertJob<'_>,
+    tx: &Connection,
+    now: &str,
+    reason: &str,
+) -> Result<u64, StoreError> {
+    let job = insert_job(JobState::Pending, None, None, None)?;
+    let end = JobEnd {
+        state: JobState::Failed,
+        reason: Some(reason.to_owned()),
+        result: None,
+    };
+    end_job_in(tx, now, job, &end)?;
+    Ok(job)
 }
 
 /// One line of a routine's fire history.
@@ -541,6 +561,16 @@ impl Store {
                 .prepare_cached(&format!("SELECT {COLUMNS} FROM routines ORDER BY name"))?;
             let rows = stmt.query_map([], from_row)?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    pub async fn routine_by_id(&self, id: &str) -> Result<Option<RoutineRecord>, StoreError> {
+        let id = id.to_owned();
+        self.run(move |db| match by_id_in(&db.conn, &id) {
+            Ok(record) => Ok(Some(record)),
+            Err(StoreError::NotFound(_)) => Ok(None),
+            Err(err) => Err(err),
         })
         .await
     }

@@ -30,6 +30,7 @@ pub async fn serve(
         templates,
         helper: Some(crate::cmd::sandbox::helper()?),
         model_override: None,
+        clock: None,
     })
     .await?;
     if let Some(warning) = runtime.sandbox_warning() {

@@ -40,6 +40,7 @@ pub async fn daemon(responder: Responder, channel: &str, extra: &str) -> Daemon 
             args: Vec::new(),
         }),
         model_override: None,
+        clock: None,
     })
     .await
     .unwrap();

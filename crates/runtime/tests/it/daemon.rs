@@ -24,6 +24,18 @@ pub async fn daemon(responder: Responder, extra: &str) -> Daemon {
 
 /// Like [`daemon`], with `provider` appended to the mock provider's table.
 pub async fn daemon_with(responder: Responder, provider: &str, extra: &str) -> Daemon {
+    daemon_at(responder, provider, extra, None, |_| {}).await
+}
+
+/// Like [`daemon_with`], on `clock` (the system's when `None`), after `setup` has written
+/// what it wants into the home (templates).
+pub async fn daemon_at(
+    responder: Responder,
+    provider: &str,
+    extra: &str,
+    clock: Option<Arc<dyn reef_schedule::Clock>>,
+    setup: impl FnOnce(&TestHome),
+) -> Daemon {
     let mock = MockLlm::start_responder(responder).await;
     let home = TestHome::new();
     // Tools run in the real default sandbox; `required` makes a sandbox that does not work
@@ -33,23 +45,30 @@ pub async fn daemon_with(responder: Responder, provider: &str, extra: &str) -> D
          {provider}\n[sandbox]\nrequired = true\n\n{extra}",
         mock.base_url()
     ));
-    let config = home.load_config();
-    let (runtime, _) = Runtime::start(RuntimeOptions {
-        config,
-        templates: Templates::builtin().unwrap(),
-        helper: Some(HelperCommand {
-            program: sandbox_helper(),
-            args: Vec::new(),
-        }),
-        model_override: None,
-    })
-    .await
-    .unwrap();
+    setup(&home);
+    let runtime = start_on(&home, clock).await;
     Daemon {
         runtime,
         mock,
         _home: home,
     }
+}
+
+/// Starts a runtime on an existing home (a restart), with its templates.
+pub async fn start_on(home: &TestHome, clock: Option<Arc<dyn reef_schedule::Clock>>) -> Runtime {
+    let (runtime, _) = Runtime::start(RuntimeOptions {
+        config: home.load_config(),
+        templates: Templates::load(&home.path().join("templates")).unwrap(),
+        helper: Some(HelperCommand {
+            program: sandbox_helper(),
+            args: Vec::new(),
+        }),
+        model_override: None,
+        clock,
+    })
+    .await
+    .unwrap();
+    runtime
 }
 
 /// Waits (without a deadline of its own; the test harness bounds it) until `pred` holds on

@@ -6,4 +6,5 @@ mod daemon;
 mod debug;
 mod long_life;
 mod operator;
+mod routines;
 mod templates;

@@ -35,6 +35,7 @@ async fn api_on(mock: MockLlm) -> Api {
         templates: Templates::builtin().unwrap(),
         helper: None,
         model_override: None,
+        clock: None,
     })
     .await
     .unwrap();

@@ -33,6 +33,7 @@ pub async fn serve(answer: &'static str, before: impl FnOnce(&TestHome) -> Strin
             args: Vec::new(),
         }),
         model_override: None,
+        clock: None,
     })
     .await
     .unwrap();

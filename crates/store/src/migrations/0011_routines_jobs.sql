@@ -36,7 +36,9 @@ CREATE TABLE jobs (
     ended_at     TEXT,
     progress_at  TEXT NOT NULL
 );
-CREATE INDEX jobs_open ON jobs (state) WHERE state IN ('pending', 'running');
+CREATE INDEX jobs_open ON jobs (routine_id, id) WHERE state IN ('pending', 'running');
+CREATE INDEX jobs_to_advance ON jobs (id)
+    WHERE state = 'pending' OR (state = 'running' AND deadline_ms IS NOT NULL);
 CREATE INDEX jobs_inbox ON jobs (inbox_id) WHERE inbox_id IS NOT NULL;
 CREATE INDEX jobs_routine ON jobs (routine_id, id);
 

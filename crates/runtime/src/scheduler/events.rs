@@ -1,0 +1,140 @@
+//! Event triggers: routines that fire when an event of their kind, whose text matches their
+//! pattern, is committed to the history. The listener reads the history from where it left
+//! off (so a burst is not missed), fires each match once under the key `event:SEQ`, and
+//! holds a routine back during its `cooldown`. A routine's own events never trigger it.
+
+use super::plan::{Fire, rfc3339};
+use crate::error::RuntimeError;
+use crate::kernel::Runtime;
+use chrono::{DateTime, Utc};
+use reef_core::Trigger;
+use reef_store::{RoutineRecord, StoredEvent};
+
+/// Events read from the history per query.
+const BATCH: usize = 512;
+/// The most of an event's text a routine's message quotes.
+const EVENT_TEXT: usize = 500;
+
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+pub(super) struct Listener {
+    after: u64,
+    routines: Vec<(RoutineRecord, Option<regex::Regex>)>,
+}
+
+/// Whether a live event should wake the scheduler: a run ended (a queued run may start), or
+/// anything an event routine could be waiting for.
+pub(super) fn wakes(event: &StoredEvent) -> bool {
+    !matches!(event.kind.as_str(), "routine.fired" | "message.delivered")
+}
+
+/// Whether an event changed a routine behind the scheduler's back (a run's failure
+/// disabled it), so the routines must be read again.
+pub(super) fn changes_routines(event: &StoredEvent) -> bool {
+    matches!(
+        event.kind.as_str(),
+        "routine.disabled" | "routine.enabled" | "routine.updated" | "routine.deleted"
+    )
+}
+
+impl Listener {
+    pub(super) fn new(after: u64) -> Listener {
+        Listener {
+            after,
+            routines: Vec::new(),
+        }
+    }
+
+    /// Fires every event routine for the events committed since the last look.
+    pub(super) async fn fire(
+        &mut self,
+        rt: &Runtime,
+        now: DateTime<Utc>,
+        reload: bool,
+    ) -> Result<(), RuntimeError> {
+        if reload {
+            self.routines = Vec::new();
+            for record in rt.store().list_routines().await? {
+                if let (true, Trigger::Event { pattern, .. }) =
+                    (record.enabled, &record.spec.trigger)
+                {
+                    let regex = match pattern.as_deref().map(regex::Regex::new).transpose() {
+                        Ok(regex) => regex,
+                        Err(err) => {
+                            tracing::warn!(routine = %record.name, error = %err, "an event routine's pattern does not compile");
+                            continue;
+                        }
+                    };
+                    self.routines.push((record, regex));
+                }
+            }
+        }
+        if self.routines.is_empty() {
+            // Nothing listens: skip what happened meanwhile.
+            self.after = rt.store().last_event_seq().await?;
+            return Ok(());
+        }
+        loop {
+            let events = rt.store().events_after(self.after, None, BATCH).await?;
+            let Some(last) = events.last().map(|e| e.seq) else {
+                return Ok(());
+            };
+            for event in &events {
+                self.dispatch(rt, event, now).await?;
+            }
+            self.after = last;
+        }
+    }
+
+    async fn dispatch(
+        &mut self,
+        rt: &Runtime,
+        event: &StoredEvent,
+        now: DateTime<Utc>,
+    ) -> Result<(), RuntimeError> {
+        let text = event.data.to_string();
+        for (record, regex) in &mut self.routines {
+            let Trigger::Event { event: kind, .. } = &record.spec.trigger else {
+                continue;
+            };
+            let own = event.data["routine"].as_str() == Some(record.name.as_str());
+            let kind_matches = match kind.strip_suffix('*') {
+                Some(prefix) => event.kind.starts_with(prefix),
+                None => event.kind == *kind,
+            };
+            if own || !kind_matches || regex.as_ref().is_some_and(|r| !r.is_match(&text)) {
+                continue;
+            }
+            let cooldown_ms = i64::try_from(record.spec.guardrails.cooldown_secs)
+                .unwrap_or(i64::MAX / 1000)
+                .saturating_mul(1000);
+            if record
+                .last_run_ms
+                .is_some_and(|last| now.timestamp_millis() < last.saturating_add(cooldown_ms))
+            {
+                tracing::debug!(routine = %record.name, seq = event.seq, "cooling down; event passed over");
+                continue;
+            }
+            let fire = Fire {
+                key: format!("event:{}", event.seq),
+                at: now,
+                cause: format!(
+                    "event {} #{} at {}: {}",
+                    event.kind,
+                    event.seq,
+                    rfc3339(now),
+                    clip(&text, EVENT_TEXT)
+                ),
+                timed: false,
+            };
+            super::fire_now(rt, record, fire).await?;
+            record.last_run_ms = Some(now.timestamp_millis());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,184 @@
+//! What each fire of a routine does: which missed fires run after downtime (`catch_up`),
+//! what a fire does while an earlier run is going (`concurrency`), and the effect it is
+//! claimed with (the message, the agent to spawn, or a failure naming the missing target).
+
+use crate::error::RuntimeError;
+use crate::kernel::Runtime;
+use chrono::{DateTime, SecondsFormat, Utc};
+use reef_core::{Action, CatchUp, Concurrency};
+use reef_schedule::MAX_NAP;
+use reef_store::{FireClaim, FireEffect, JobEnd, JobState, Letter, RoutineRecord};
+
+/// A fire older than this when the scheduler looks counts as missed (the clock jumped, or
+/// the machine slept): one nap and a margin.
+pub(crate) const LATE: chrono::Duration = chrono::Duration::seconds(MAX_NAP.as_secs() as i64 + 30);
+
+/// One fire of a routine, before it is claimed.
+#[derive(Clone, Debug)]
+pub(crate) struct Fire {
+    /// Its identity within the routine (`at:MS`, `event:SEQ`, `manual:ID`, `hook:SIG`).
+    pub key: String,
+    pub at: DateTime<Utc>,
+    /// What caused it, for the message: `scheduled 2026-11-23T20:10:04Z`.
+    pub cause: String,
+    /// Timed fires move the routine's watermark.
+    pub timed: bool,
+}
+
+impl Fire {
+    pub(crate) fn timed(at: DateTime<Utc>) -> Fire {
+        Fire {
+            key: format!("at:{}", at.timestamp_millis()),
+            at,
+            cause: format!("scheduled {}", rfc3339(at)),
+            timed: true,
+        }
+    }
+}
+
+pub(crate) fn rfc3339(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Splits timed fires into those to run and those to skip: a fire that fell due before the
+/// scheduler started, or more than [`LATE`] ago, was missed and follows `catch_up`; the
+/// others run. The reason says why a fire is skipped.
+pub(crate) fn sort_out(
+    record: &RoutineRecord,
+    instants: Vec<DateTime<Utc>>,
+    started: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Vec<(Fire, Option<String>)> {
+    let (missed, current): (Vec<_>, Vec<_>) = instants
+        .into_iter()
+        .partition(|t| *t <= started || *t < now - LATE);
+    let guard = &record.spec.guardrails;
+    let keep = match guard.catch_up {
+        CatchUp::Skip => 0,
+        CatchUp::Once => 1,
+        CatchUp::All => guard.catch_up_max as usize,
+    };
+    let first_kept = missed.len().saturating_sub(keep);
+    let mut out = Vec::new();
+    for (i, at) in missed.into_iter().enumerate() {
+        let skip = (i < first_kept).then(|| {
+            format!(
+                "missed while reef was not running (catch_up = {})",
+                match guard.catch_up {
+                    CatchUp::Skip => "skip",
+                    CatchUp::Once => "once: only the newest runs",
+                    CatchUp::All => "all, beyond catch_up_max",
+                }
+            )
+        });
+        out.push((Fire::timed(at), skip));
+    }
+    out.extend(current.into_iter().map(|at| (Fire::timed(at), None)));
+    out
+}
+
+/// The claim for `fire`. A fire that is run while another run of the routine is going
+/// follows `concurrency`. Fires after the first of one pass (missed fires caught up with
+/// `catch_up = "all"`) run one after another whatever `concurrency` says: they were asked for.
+pub(crate) async fn claim(
+    rt: &Runtime,
+    record: &RoutineRecord,
+    fire: &Fire,
+    skip: Option<String>,
+    later_in_pass: bool,
+) -> Result<FireClaim, RuntimeError> {
+    let claim = |effect| FireClaim {
+        routine_id: record.id.clone(),
+        key: fire.key.clone(),
+        scheduled_ms: fire.at.timestamp_millis(),
+        advance_watermark: fire.timed,
+        effect,
+    };
+    if let Some(reason) = skip {
+        return Ok(claim(FireEffect::Skip { reason }));
+    }
+    if !record.enabled {
+        return Ok(claim(FireEffect::Skip {
+            reason: "the routine is disabled".into(),
+        }));
+    }
+    match (record.spec.guardrails.concurrency, later_in_pass) {
+        (_, true) | (Concurrency::Queue, false) => {}
+        (Concurrency::Skip, false) => {
+            if let Some(first) = rt.store().open_routine_jobs(&record.id, 1).await?.first() {
+                return Ok(claim(FireEffect::Skip {
+                    reason: format!(
+                        "job {first} of this routine is still going (concurrency = skip)"
+                    ),
+                }));
+            }
+        }
+        (Concurrency::Replace, false) => {
+            for id in rt.store().open_routine_jobs(&record.id, usize::MAX).await? {
+                cancel(rt, id, &format!("replaced by the fire {}", fire.cause)).await?;
+            }
+        }
+    }
+    let effect = match &record.spec.action {
+        Action::Message { agent, text } => match rt.store().agent_by_name(agent).await? {
+            None => FireEffect::Fail {
+                reason: format!("agent `{agent}` does not exist"),
+            },
+            Some(found) if found.state.is_final() => FireEffect::Fail {
+                reason: format!("agent `{agent}` is {}", found.state.as_str()),
+            },
+            Some(found) => FireEffect::Deliver(Letter {
+                to: found.id,
+                sender: format!("routine:{}", record.name),
+                body: format!("[routine {}, {}] {text}", record.name, fire.cause),
+                dedup_key: format!("routine:{}:{}", record.id, fire.key),
+                request_id: None,
+            }),
+        },
+        Action::Spawn { template, .. } => {
+            if rt.templates().get(template).is_none() {
+                FireEffect::Fail {
+                    reason: format!("template `{template}` does not exist"),
+                }
+            } else {
+                FireEffect::Spawn {
+                    name_prefix: name_prefix(&record.name),
+                }
+            }
+        }
+    };
+    Ok(claim(effect))
+}
+
+/// The start of a spawned run's agent name (`NAME-…` with the job's number after it),
+/// short enough for an agent name.
+fn name_prefix(routine: &str) -> String {
+    let cut: String = routine.chars().take(28).collect();
+    cut.trim_end_matches(['-', '_']).to_owned()
+}
+
+/// Cancels an open routine job; a spawned run's agent is destroyed (its transcript kept).
+pub(crate) async fn cancel(rt: &Runtime, job: u64, reason: &str) -> Result<(), RuntimeError> {
+    let ended = rt
+        .store()
+        .end_job(
+            job,
+            JobEnd {
+                state: JobState::Cancelled,
+                reason: Some(reason.to_owned()),
+                result: None,
+            },
+        )
+        .await?;
+    if let Some(ended) = ended
+        && ended.deadline_ms.is_some()
+        && let Some(agent) = &ended.agent_name
+    {
+        match rt.destroy_agent(agent, false).await {
+            Ok(()) | Err(RuntimeError::NotFound(_)) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    rt.bus().poke();
+    Ok(())
+}
