@@ -38,8 +38,9 @@ pub use resolve::{
     ProviderConfig, ToolsConfig,
 };
 pub use routines::{
-    DEFAULT_MIN_INTERVAL, DEFAULT_RUN_TIMEOUT, DEFAULT_STUCK_AFTER, RoutineConfig, SchedulerConfig,
-    describe_every, valid_name as valid_routine_name,
+    DEFAULT_MIN_INTERVAL, DEFAULT_RUN_TIMEOUT, DEFAULT_STUCK_AFTER, RoutineConfig,
+    RoutineFieldError, RoutineFields, SchedulerConfig, describe_every, routine_spec,
+    valid_name as valid_routine_name,
 };
 pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,

@@ -31,7 +31,7 @@ pub(crate) struct ConfigToml {
     pub hooks: Option<crate::hooks::HooksToml>,
     pub scheduler: Option<crate::routines::SchedulerToml>,
     #[serde(default)]
-    pub routines: BTreeMap<String, crate::routines::RoutineToml>,
+    pub routines: BTreeMap<String, crate::routines::RoutineFields>,
 }
 
 #[derive(Debug, Default, Deserialize)]

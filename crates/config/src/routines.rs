@@ -6,7 +6,7 @@
 use crate::error::ConfigError;
 use reef_core::{Action, CatchUp, Concurrency, Guardrails, RoutineSpec, Trigger};
 use reef_schedule::{check_routine, format_duration, parse_duration, system_zone};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -17,34 +17,118 @@ pub(crate) struct SchedulerToml {
     pub stuck_after: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// A routine's keys as written in `[routines.NAME]`, in the HTTP API and by agents' tools:
+/// one trigger, one action, guardrails.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RoutineToml {
+pub struct RoutineFields {
+    /// A cron expression: 5 or 6 fields, names, or @hourly-style shortcuts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron: Option<String>,
+    /// The cron expression's IANA time zone (default: the system's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tz: Option<String>,
+    /// A fixed interval such as "5m" (at least `scheduler.min_interval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every: Option<String>,
+    /// An event kind (`agent.state_changed`; a trailing `*` matches a prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<String>,
-    #[serde(rename = "match")]
+    /// A regular expression the event's text must match.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
+    /// The `[hooks.NAME]` whose deliveries fire it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<String>,
+    /// Fired only by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manual: Option<bool>,
+    /// Message this agent ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// ... with this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Or spawn an agent from this template ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<String>,
+    /// ... with this task ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// ... destroyed after this long ("15m" by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
+    /// skip (default), queue or replace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<String>,
+    /// Failed runs in a row that disable it (default 3; 0 never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_failures: Option<u32>,
+    /// Shortest time between runs of an event or webhook routine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cooldown: Option<String>,
+    /// skip (default), once or all: fires missed while reef was down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catch_up: Option<String>,
+    /// The most missed fires `catch_up = "all"` runs (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catch_up_max: Option<u32>,
+    /// Tokens one run may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_tokens: Option<u64>,
-    /// US dollars.
+    /// US dollars one run may cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_cost: Option<f64>,
+    /// Tokens all runs of a UTC day may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub day_tokens: Option<u64>,
-    /// US dollars.
+    /// US dollars all runs of a UTC day may cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub day_cost: Option<f64>,
+    /// Default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
+}
+
+/// A routine definition that cannot be used: `field` is the key to fix.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct RoutineFieldError {
+    pub field: String,
+    pub message: String,
+}
+
+/// Reads and checks a routine's keys (the same rules as `[routines.NAME]`).
+pub fn routine_spec(
+    fields: RoutineFields,
+    scheduler: &SchedulerConfig,
+) -> Result<(RoutineSpec, bool), RoutineFieldError> {
+    let invalid = |field: &str, message: String| ConfigError::Invalid {
+        origin: String::new(),
+        key: field.to_owned(),
+        message,
+    };
+    let enabled = fields.enabled.unwrap_or(true);
+    let unpack = |e: ConfigError| match e {
+        ConfigError::Invalid { key, message, .. } => RoutineFieldError {
+            field: if key.is_empty() {
+                "routine".into()
+            } else {
+                key
+            },
+            message,
+        },
+        other => RoutineFieldError {
+            field: "routine".into(),
+            message: other.to_string(),
+        },
+    };
+    let spec = spec(fields, &invalid).map_err(unpack)?;
+    check_routine(&spec, scheduler.min_interval).map_err(|e| RoutineFieldError {
+        field: e.field.to_owned(),
+        message: e.message,
+    })?;
+    Ok((spec, enabled))
 }
 
 /// `[scheduler]`.
@@ -116,7 +200,7 @@ pub(crate) fn resolve_scheduler(
 }
 
 pub(crate) fn resolve(
-    raw: BTreeMap<String, RoutineToml>,
+    raw: BTreeMap<String, RoutineFields>,
     scheduler: &SchedulerConfig,
     origin_of: &dyn Fn(&str) -> String,
 ) -> Result<BTreeMap<String, RoutineConfig>, ConfigError> {
@@ -168,7 +252,7 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 fn spec(
-    raw: RoutineToml,
+    raw: RoutineFields,
     invalid: &dyn Fn(&str, String) -> ConfigError,
 ) -> Result<RoutineSpec, ConfigError> {
     let duration =

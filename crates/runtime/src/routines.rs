@@ -52,9 +52,13 @@ impl Runtime {
         check_routine(spec, self.config().scheduler.min_interval)
             .map_err(|e| RuntimeError::invalid(e.field, e.message))?;
         match &spec.action {
-            Action::Message { agent, .. } => {
-                self.agent(agent).await?;
-            }
+            Action::Message { agent, .. } => match self.agent(agent).await {
+                Ok(_) => {}
+                Err(RuntimeError::NotFound(message)) => {
+                    return Err(RuntimeError::invalid("agent", message));
+                }
+                Err(err) => return Err(err),
+            },
             Action::Spawn { template, .. } => {
                 if self.templates().get(template).is_none() {
                     return Err(RuntimeError::invalid(

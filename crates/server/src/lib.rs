@@ -1,5 +1,5 @@
 //! reef-server: the daemon's HTTP API on axum — REST for agents, messages, rooms, questions
-//! and approvals, sessions and events, the channels' states, an OpenAI-compatible chat
+//! and approvals, sessions and events, routines and jobs, the channels' states, an OpenAI-compatible chat
 //! endpoint, inbound webhooks, an SSE event stream, bearer-token auth on every route,
 //! and an OpenAPI document generated from the same route table as the router.
 
@@ -14,6 +14,7 @@ mod hooks;
 mod openai;
 mod openapi;
 mod routes;
+mod routines;
 mod sse;
 
 pub use auth::load_or_create_token;

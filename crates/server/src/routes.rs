@@ -447,6 +447,7 @@ pub(crate) fn table() -> Vec<Route> {
         (200, None),
         axum::routing::post(crate::openai::completions),
     ));
+    routes.extend(routine_routes());
     let mut stream = route(
         "get",
         "/v1/events/stream",
@@ -460,4 +461,150 @@ pub(crate) fn table() -> Vec<Route> {
     stream.stream = true;
     routes.push(stream);
     routes
+}
+
+const LIST_QUERY: &[QueryParam] = &[(
+    "limit",
+    "integer",
+    "at most this many, newest first (default 50)",
+)];
+
+const JOBS_QUERY: &[QueryParam] = &[
+    (
+        "state",
+        "string",
+        "only jobs in this state: pending, running, completed, failed or cancelled",
+    ),
+    (
+        "limit",
+        "integer",
+        "at most this many, newest first (default 50)",
+    ),
+];
+
+/// `/v1/routines` and `/v1/jobs`.
+fn routine_routes() -> Vec<Route> {
+    use crate::routines as r;
+    vec![
+        route(
+            "get",
+            "/v1/routines",
+            "listRoutines",
+            "Every routine with its next fire",
+            &[],
+            None,
+            (200, Some(schema::<Vec<r::RoutineDto>>)),
+            get(r::list),
+        ),
+        route(
+            "post",
+            "/v1/routines",
+            "createRoutine",
+            "Create a routine (the keys of [routines.NAME])",
+            &[],
+            Some(schema::<r::CreateRoutineBody>),
+            (201, Some(schema::<r::RoutineDto>)),
+            post(r::create),
+        ),
+        route(
+            "get",
+            "/v1/routines/{name}",
+            "getRoutine",
+            "One routine",
+            &[],
+            None,
+            (200, Some(schema::<r::RoutineDto>)),
+            get(r::get),
+        ),
+        route(
+            "put",
+            "/v1/routines/{name}",
+            "editRoutine",
+            "Replace a routine's definition; its fire history is kept",
+            &[],
+            Some(schema::<reef_config::RoutineFields>),
+            (200, Some(schema::<r::RoutineDto>)),
+            put(r::edit),
+        ),
+        route(
+            "delete",
+            "/v1/routines/{name}",
+            "deleteRoutine",
+            "Delete a routine and its fire history",
+            &[],
+            None,
+            (204, None),
+            delete(r::remove),
+        ),
+        route(
+            "post",
+            "/v1/routines/{name}/enable",
+            "enableRoutine",
+            "Enable a routine (clears its failures; nothing missed is caught up)",
+            &[],
+            None,
+            (200, Some(schema::<r::RoutineDto>)),
+            post(r::enable),
+        ),
+        route(
+            "post",
+            "/v1/routines/{name}/disable",
+            "disableRoutine",
+            "Disable a routine",
+            &[],
+            None,
+            (200, Some(schema::<r::RoutineDto>)),
+            post(r::disable),
+        ),
+        route(
+            "post",
+            "/v1/routines/{name}/run",
+            "runRoutine",
+            "Fire a routine now",
+            &[],
+            None,
+            (200, Some(schema::<r::RunDto>)),
+            post(r::run),
+        ),
+        route(
+            "get",
+            "/v1/routines/{name}/history",
+            "routineHistory",
+            "A routine's fires, newest first: run or skipped, and why",
+            LIST_QUERY,
+            None,
+            (200, Some(schema::<Vec<r::FireDto>>)),
+            get(r::history),
+        ),
+        route(
+            "get",
+            "/v1/jobs",
+            "listJobs",
+            "Routine runs and agent turns, newest first",
+            JOBS_QUERY,
+            None,
+            (200, Some(schema::<Vec<r::JobDto>>)),
+            get(r::jobs),
+        ),
+        route(
+            "get",
+            "/v1/jobs/{id}",
+            "getJob",
+            "One job",
+            &[],
+            None,
+            (200, Some(schema::<r::JobDto>)),
+            get(r::job),
+        ),
+        route(
+            "post",
+            "/v1/jobs/{id}/cancel",
+            "cancelJob",
+            "Cancel a job that has not ended (a spawned run's agent is destroyed)",
+            &[],
+            None,
+            (200, Some(schema::<r::JobDto>)),
+            post(r::cancel_job),
+        ),
+    ]
 }

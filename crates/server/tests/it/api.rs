@@ -354,3 +354,109 @@ async fn compact_reports_the_compaction_and_reset_the_new_session() {
     assert_eq!(transcript, json!([]), "the new session is empty");
     api.runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn routines_are_created_run_and_read_over_the_api() {
+    let api = api().await;
+    api.call(
+        "POST",
+        "/v1/agents",
+        Some(serde_json::json!({"name": "clock", "template": "worker"})),
+    )
+    .await;
+    let (status, created) = api
+        .call(
+            "POST",
+            "/v1/routines",
+            Some(
+                serde_json::json!({"name": "tick", "every": "1h", "agent": "clock",
+                                    "message": "tick", "catch_up": "once"}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(
+        created["spec"]["trigger"],
+        serde_json::json!({"kind": "every", "millis": 3_600_000})
+    );
+    assert_eq!(created["spec"]["guardrails"]["catch_up"], "once");
+    assert!(created["next"].as_str().is_some(), "{created}");
+
+    let (status, run) = api.call("POST", "/v1/routines/tick/run", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(run["outcome"], "started", "{run}");
+    api.await_turns("clock", 1).await;
+    let (_, history) = api.call("GET", "/v1/routines/tick/history", None).await;
+    assert_eq!(history[0]["outcome"], "run");
+    assert!(history[0]["key"].as_str().unwrap().starts_with("manual:"));
+    let job = run["job_id"].as_u64().unwrap();
+    // The job ends with the turn that read the message.
+    let mut state = Value::Null;
+    for _ in 0..300 {
+        let (_, j) = api.call("GET", &format!("/v1/jobs/{job}"), None).await;
+        state = j["state"].clone();
+        if state == "completed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(state, "completed");
+    let (_, done) = api.call("GET", "/v1/jobs?state=completed", None).await;
+    assert_eq!(done.as_array().unwrap().len(), 1);
+
+    let (_, disabled) = api.call("POST", "/v1/routines/tick/disable", None).await;
+    assert_eq!(disabled["enabled"], false);
+    assert_eq!(disabled["next"], Value::Null);
+    let (status, _) = api.call("DELETE", "/v1/routines/tick", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = api.call("GET", "/v1/routines/tick", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_bad_routine_is_refused_naming_the_field() {
+    let api = api().await;
+    api.call(
+        "POST",
+        "/v1/agents",
+        Some(serde_json::json!({"name": "clock", "template": "worker"})),
+    )
+    .await;
+    for (body, field, message) in [
+        (
+            serde_json::json!({"name": "r", "cron": "61 * * * *", "agent": "clock", "message": "m"}),
+            "cron",
+            "\"61 * * * *\": minute 61 is out of range 0-59",
+        ),
+        (
+            serde_json::json!({"name": "r", "every": "5s", "agent": "clock", "message": "m"}),
+            "every",
+            "shorter than scheduler.min_interval",
+        ),
+        (
+            serde_json::json!({"name": "r", "every": "1h", "agent": "nobody", "message": "m"}),
+            "agent",
+            "no agent named `nobody`",
+        ),
+        (
+            serde_json::json!({"name": "r", "every": "1h", "template": "nope", "task": "t"}),
+            "template",
+            "no template named `nope`",
+        ),
+        (
+            serde_json::json!({"name": "r", "every": "1h", "agent": "clock", "message": "m", "colour": "red"}),
+            "body",
+            "colour",
+        ),
+    ] {
+        let (status, err) = api.call("POST", "/v1/routines", Some(body.clone())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {err}");
+        let text = err["error"].as_str().unwrap_or_default();
+        assert!(text.contains(message), "{body}: {err}");
+        if field != "body" {
+            assert_eq!(err["field"], field, "{body}: {err}");
+        }
+    }
+    let (_, job) = api.call("GET", "/v1/jobs?state=sleeping", None).await;
+    assert_eq!(job["field"], "state");
+}
