@@ -71,6 +71,16 @@ pub enum Command {
     Approve(crate::daemon_args::ApproveArgs),
     /// Deny a command waiting for approval.
     Deny(crate::daemon_args::DenyArgs),
+    /// Routines: work fired by the clock, an event, a webhook or by hand, exactly once.
+    Routine {
+        #[command(subcommand)]
+        command: crate::routine_args::RoutineCommand,
+    },
+    /// Jobs: routine runs with their states; cancel one.
+    Job {
+        #[command(subcommand)]
+        command: crate::routine_args::JobCommand,
+    },
     /// The daemon's channels (IRC, …): their state, and why one is down.
     Channels {
         #[command(subcommand)]

@@ -11,6 +11,7 @@ mod daemon_args;
 mod exit;
 mod home;
 mod render;
+mod routine_args;
 
 use clap::Parser;
 use std::ffi::OsStr;

@@ -16,6 +16,7 @@ mod doctor;
 mod memory;
 mod models;
 mod replay;
+mod routines;
 mod run;
 pub mod sandbox;
 mod serve;
@@ -52,6 +53,8 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Answer(args) => agents::answer(&cli.overrides, args).await,
         Command::Approve(args) => agents::approve(&cli.overrides, args).await,
         Command::Deny(args) => agents::deny(&cli.overrides, args).await,
+        Command::Routine { command } => routines::routine(&cli.overrides, command).await,
+        Command::Job { command } => routines::job(&cli.overrides, command).await,
         Command::Channels {
             command: ChannelsCommand::Status(flag),
         } => channels::status(&cli.overrides, flag.json).await,

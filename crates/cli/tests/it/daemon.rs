@@ -103,6 +103,12 @@ impl Daemon {
         panic!("gave up waiting for {what}; events: {events:#}");
     }
 
+    /// SIGKILL, and wait for the process to be gone: nothing of a shutdown runs.
+    pub(crate) fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
     pub(crate) fn signal(&self, signal: &str) {
         let status = Command::new("kill")
             .args([signal, &self.child.id().to_string()])
@@ -122,7 +128,7 @@ impl Drop for Daemon {
 /// A home for `reef serve` with the mock as its model. Tools run in the default (landlock)
 /// sandbox, and `required` makes a sandbox that does not work here fail the daemon's start
 /// instead of falling back to unconfined tools.
-fn daemon_home(mock: &MockLlm) -> TestHome {
+pub(crate) fn daemon_home(mock: &MockLlm) -> TestHome {
     let home = TestHome::new();
     home.write_config(&format!(
         "[providers.main]\nbase_url = \"{}\"\nmodel = \"mock-model\"\nstream = false\n\

@@ -15,6 +15,7 @@ mod memory;
 mod models;
 mod openai;
 mod replay;
+mod routines;
 mod sandbox;
 mod secrets;
 mod trust;
