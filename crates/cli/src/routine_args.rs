@@ -17,7 +17,7 @@ pub enum RoutineCommand {
     Create {
         name: String,
         #[command(flatten)]
-        fields: RoutineFieldArgs,
+        fields: Box<RoutineFieldArgs>,
         #[arg(long)]
         json: bool,
     },
@@ -25,7 +25,7 @@ pub enum RoutineCommand {
     Edit {
         name: String,
         #[command(flatten)]
-        fields: RoutineFieldArgs,
+        fields: Box<RoutineFieldArgs>,
         #[arg(long)]
         json: bool,
     },
