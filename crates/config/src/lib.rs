@@ -10,6 +10,7 @@ mod agent;
 mod channels;
 mod daemon;
 mod error;
+mod heartbeat;
 mod hooks;
 mod layers;
 mod memory;
@@ -30,6 +31,7 @@ pub use channels::{
 };
 pub use daemon::{ApprovalsConfig, DaemonConfig};
 pub use error::ConfigError;
+pub use heartbeat::{DEFAULT_STUCK_AFTER, HeartbeatConfig, JobsConfig, active_window};
 pub use hooks::{DEFAULT_MAX_BODY, HookConfig, HookRoute, HooksConfig};
 pub use layers::{LoadOptions, Origin};
 pub use memory::{DEFAULT_EMBEDDER, EmbedderChoice, MemoryConfig};
@@ -38,9 +40,8 @@ pub use resolve::{
     ProviderConfig, ToolsConfig,
 };
 pub use routines::{
-    DEFAULT_MIN_INTERVAL, DEFAULT_RUN_TIMEOUT, DEFAULT_STUCK_AFTER, RoutineConfig,
-    RoutineFieldError, RoutineFields, SchedulerConfig, describe_every, routine_spec,
-    valid_name as valid_routine_name,
+    DEFAULT_MIN_INTERVAL, DEFAULT_RUN_TIMEOUT, RoutineConfig, RoutineFieldError, RoutineFields,
+    SchedulerConfig, describe_every, routine_spec, valid_name as valid_routine_name,
 };
 pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,

@@ -10,7 +10,7 @@ use std::path::Path;
 pub(crate) const MAX_PROJECT_FILE: u64 = 1024 * 1024;
 
 /// Key families a project file may set only when trusted: (prefix, shown as, why).
-const RESTRICTED: [(&str, &str, &str); 14] = [
+const RESTRICTED: [(&str, &str, &str); 15] = [
     (
         "prices",
         "prices.*",
@@ -72,6 +72,11 @@ const RESTRICTED: [(&str, &str, &str); 14] = [
         "scheduler",
         "scheduler.*",
         "it could let routines fire every second",
+    ),
+    (
+        "heartbeat",
+        "heartbeat.*",
+        "it could wake your agents on a schedule, spending your budget",
     ),
 ];
 

@@ -30,6 +30,8 @@ pub(crate) struct ConfigToml {
     pub operators: BTreeMap<String, Vec<String>>,
     pub hooks: Option<crate::hooks::HooksToml>,
     pub scheduler: Option<crate::routines::SchedulerToml>,
+    pub heartbeat: Option<crate::heartbeat::HeartbeatToml>,
+    pub jobs: Option<crate::heartbeat::JobsToml>,
     #[serde(default)]
     pub routines: BTreeMap<String, crate::routines::RoutineFields>,
 }

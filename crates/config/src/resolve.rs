@@ -108,6 +108,10 @@ pub struct Config {
     pub scheduler: crate::routines::SchedulerConfig,
     /// `[routines.NAME]`, by name: reconciled into the store at every start.
     pub routines: BTreeMap<String, crate::routines::RoutineConfig>,
+    /// `[heartbeat]`, when it has an `every`.
+    pub heartbeat: Option<crate::heartbeat::HeartbeatConfig>,
+    /// `[jobs]`.
+    pub jobs: crate::heartbeat::JobsConfig,
     /// Config files that were found and read, lowest precedence first.
     pub files: Vec<PathBuf>,
     entries: Vec<ConfigEntry>,
@@ -220,6 +224,9 @@ impl Config {
         let scheduler =
             crate::routines::resolve_scheduler(parsed.scheduler.unwrap_or_default(), &origin_of)?;
         let routines = crate::routines::resolve(parsed.routines, &scheduler, &origin_of)?;
+        let heartbeat =
+            crate::heartbeat::resolve(parsed.heartbeat, scheduler.min_interval, &origin_of)?;
+        let jobs = crate::heartbeat::resolve_jobs(parsed.jobs.unwrap_or_default(), &origin_of)?;
         let agent =
             crate::agent::resolve(parsed.agent.unwrap_or_default(), &providers, &origin_of)?;
         let tools = parsed.tools.unwrap_or_default();
@@ -266,6 +273,8 @@ impl Config {
             hooks,
             scheduler,
             routines,
+            heartbeat,
+            jobs,
             files: merged.files,
             entries: Vec::new(),
         };

@@ -14,7 +14,6 @@ use std::time::Duration;
 #[serde(deny_unknown_fields)]
 pub(crate) struct SchedulerToml {
     pub min_interval: Option<String>,
-    pub stuck_after: Option<String>,
 }
 
 /// A routine's keys as written in `[routines.NAME]`, in the HTTP API and by agents' tools:
@@ -134,25 +133,20 @@ pub fn routine_spec(
 /// `[scheduler]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedulerConfig {
-    /// The shortest `every` a routine may have (default 60 s).
+    /// The shortest `every` a routine or heartbeat may have (default 60 s).
     pub min_interval: Duration,
-    /// A job with no progress for this long is failed as stuck (default 30 min).
-    pub stuck_after: Duration,
 }
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
             min_interval: DEFAULT_MIN_INTERVAL,
-            stuck_after: DEFAULT_STUCK_AFTER,
         }
     }
 }
 
 /// `[scheduler] min_interval` when not set.
 pub const DEFAULT_MIN_INTERVAL: Duration = Duration::from_secs(60);
-/// `[scheduler] stuck_after` when not set.
-pub const DEFAULT_STUCK_AFTER: Duration = Duration::from_secs(30 * 60);
 /// A spawned routine agent's `timeout` when not set.
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
@@ -181,11 +175,6 @@ pub(crate) fn resolve_scheduler(
         raw.min_interval,
         DEFAULT_MIN_INTERVAL,
     )?;
-    let stuck_after = duration(
-        "scheduler.stuck_after",
-        raw.stuck_after,
-        DEFAULT_STUCK_AFTER,
-    )?;
     if min_interval < Duration::from_secs(1) {
         return Err(ConfigError::Invalid {
             origin: origin_of("scheduler.min_interval"),
@@ -193,10 +182,7 @@ pub(crate) fn resolve_scheduler(
             message: "must be at least 1s".into(),
         });
     }
-    Ok(SchedulerConfig {
-        min_interval,
-        stuck_after,
-    })
+    Ok(SchedulerConfig { min_interval })
 }
 
 pub(crate) fn resolve(

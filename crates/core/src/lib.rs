@@ -33,7 +33,7 @@ pub use protocol::{
     AgentProfile, CompactionStrategy, CompactionTrigger, Event, EventMsg, Op, Submission,
     TurnOutcome, TurnSettings,
 };
-pub use routine::{Action, CatchUp, Concurrency, Guardrails, RoutineSpec, Trigger};
+pub use routine::{Action, CatchUp, Concurrency, Guardrails, HEARTBEAT_OK, RoutineSpec, Trigger};
 pub use secret::{SecretFingerprint, SecretSource, SecretSpec};
 pub use tool::{Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec};
 pub use usage::Usage;

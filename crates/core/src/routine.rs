@@ -56,7 +56,18 @@ pub enum Action {
         task: String,
         timeout_secs: u64,
     },
+    /// The agent's `HEARTBEAT.md` as a checklist, within `active_hours` (`HH:MM-HH:MM` in
+    /// `tz`); a reply that is only `HEARTBEAT_OK` goes nowhere, any other reaches its owner.
+    Heartbeat {
+        agent: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        active_hours: Option<String>,
+        tz: String,
+    },
 }
+
+/// The whole reply of a heartbeat that found nothing to act on.
+pub const HEARTBEAT_OK: &str = "HEARTBEAT_OK";
 
 /// What happens to a fire while an earlier run of the same routine is still going.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

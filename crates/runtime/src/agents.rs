@@ -127,6 +127,7 @@ impl Runtime {
         let agent = store
             .transition_agent(&agent.id, AgentState::Running, "spawned")
             .await?;
+        self.ensure_heartbeat(&agent).await?;
         if let Some(task) = &req.task {
             let sender = parent.map_or("operator", |p| p.name.as_str());
             store
@@ -200,6 +201,8 @@ impl Runtime {
             }
         }
         self.inner.store.delete_agent(&agent.id, purge).await?;
+        // Its routines (heartbeat, the ones it scheduled) went with it.
+        self.inner.scheduler.changed();
         if purge {
             let dir = self.agent_dir(&agent.name);
             if let Err(e) = std::fs::remove_dir_all(&dir)

@@ -59,6 +59,9 @@ impl Runtime {
                 }
                 Err(err) => return Err(err),
             },
+            Action::Heartbeat { agent, .. } => {
+                self.agent(agent).await?;
+            }
             Action::Spawn { template, .. } => {
                 if self.templates().get(template).is_none() {
                     return Err(RuntimeError::invalid(
@@ -283,6 +286,24 @@ impl Runtime {
                 ));
             }
         }
+        let mut owners = std::collections::HashMap::new();
+        if let Some(heartbeat) = &self.config().heartbeat {
+            for agent in self.store().list_agents().await? {
+                if !agent.state.is_final()
+                    && !agent.ephemeral
+                    && heartbeat.selects(&agent.name, &agent.template)
+                {
+                    let name = crate::scheduler::heartbeat::routine_name(&agent.name);
+                    owners.insert(name.clone(), agent.id.clone());
+                    declared.push((
+                        name,
+                        crate::scheduler::heartbeat::spec(heartbeat, &agent.name),
+                        true,
+                        RoutineSource::Heartbeat,
+                    ));
+                }
+            }
+        }
         let mut names = Vec::new();
         for (name, spec, enabled, source) in declared {
             if let Action::Message { agent, .. } = &spec.action
@@ -298,7 +319,7 @@ impl Runtime {
                         spec,
                         enabled,
                         source,
-                        owner: None,
+                        owner: owners.get(&name).cloned(),
                     },
                     now,
                 )
@@ -311,12 +332,41 @@ impl Runtime {
         for stored in self.store().list_routines().await? {
             let declarative = matches!(
                 stored.source,
-                RoutineSource::Config | RoutineSource::Template
+                RoutineSource::Config | RoutineSource::Template | RoutineSource::Heartbeat
             );
             if declarative && !names.contains(&stored.name) {
                 self.store().delete_routine(&stored.name).await?;
             }
         }
+        self.inner.scheduler.changed();
+        Ok(())
+    }
+}
+
+impl Runtime {
+    /// Gives a new agent its heartbeat when `[heartbeat]` chooses it.
+    pub(crate) async fn ensure_heartbeat(
+        &self,
+        agent: &reef_store::AgentRecord,
+    ) -> Result<(), RuntimeError> {
+        let Some(heartbeat) = &self.config().heartbeat else {
+            return Ok(());
+        };
+        if agent.ephemeral || !heartbeat.selects(&agent.name, &agent.template) {
+            return Ok(());
+        }
+        self.store()
+            .put_routine(
+                NewRoutine {
+                    name: crate::scheduler::heartbeat::routine_name(&agent.name),
+                    spec: crate::scheduler::heartbeat::spec(heartbeat, &agent.name),
+                    enabled: true,
+                    source: RoutineSource::Heartbeat,
+                    owner: Some(agent.id.clone()),
+                },
+                self.now_ms(),
+            )
+            .await?;
         self.inner.scheduler.changed();
         Ok(())
     }

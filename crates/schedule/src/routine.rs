@@ -85,6 +85,12 @@ pub fn check_routine(spec: &RoutineSpec, min_interval: Duration) -> Result<(), R
                 return Err(fail("timeout", "must be longer than 0s"));
             }
         }
+        Action::Heartbeat { agent, tz, .. } => {
+            if agent.trim().is_empty() {
+                return Err(fail("agent", "names no agent"));
+            }
+            parse_zone(tz).map_err(|e| fail("tz", e.to_string()))?;
+        }
     }
     if spec.guardrails.catch_up_max == 0 {
         return Err(fail("catch_up_max", "must be at least 1"));

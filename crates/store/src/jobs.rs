@@ -223,6 +223,9 @@ pub(crate) fn end_job_in(
                     "job_id": id, "text": text}),
         )?;
     }
+    if ended.kind == JobKind::Heartbeat && ended.state == JobState::Completed {
+        heartbeat_answer_in(tx, now, &ended)?;
+    }
     if let Some(routine_id) = &ended.routine_id {
         match end.state {
             JobState::Completed => {
@@ -236,6 +239,49 @@ pub(crate) fn end_job_in(
         }
     }
     Ok(Some(ended))
+}
+
+/// A heartbeat's answer: nothing when it is only `HEARTBEAT_OK`; otherwise it goes to the
+/// agent's parent (a message in its inbox) or, with no parent, to the operator
+/// (`heartbeat.alert` for the control room), in the transaction that ends the job.
+fn heartbeat_answer_in(tx: &Connection, now: &str, job: &JobRecord) -> Result<(), StoreError> {
+    let text = job.result.as_deref().unwrap_or_default().trim();
+    if text == reef_core::HEARTBEAT_OK || text.is_empty() {
+        return Ok(());
+    }
+    let agent = job.agent_name.clone().unwrap_or_default();
+    let parent: Option<(String, String)> = match &job.agent_id {
+        Some(id) => tx
+            .prepare_cached(
+                "SELECT p.id, p.name FROM agents a JOIN agents p ON p.id = a.parent_id
+                 WHERE a.id = ?1",
+            )?
+            .query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?,
+        None => None,
+    };
+    if let Some((parent_id, _)) = &parent {
+        deliver_in(
+            tx,
+            now,
+            &Letter {
+                to: reef_core::AgentId::from(parent_id.as_str()),
+                sender: format!("heartbeat:{agent}"),
+                body: format!("[heartbeat of {agent}] {text}"),
+                dedup_key: format!("heartbeat-job:{}", job.id),
+                request_id: None,
+            },
+        )?;
+    }
+    insert_event(
+        tx,
+        now,
+        "heartbeat.alert",
+        None,
+        &json!({"agent": agent, "job_id": job.id, "text": text,
+                "to": parent.map_or_else(|| "#control".to_owned(), |p| p.1)}),
+    )?;
+    Ok(())
 }
 
 /// Ends the open job whose work is inbox message `inbox_id`, if there is one.

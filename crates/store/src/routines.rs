@@ -25,6 +25,8 @@ pub enum RoutineSource {
     Operator,
     /// An agent's `schedule_routine` tool; dies with the agent.
     Agent,
+    /// `[heartbeat]` for one agent; dies with the agent.
+    Heartbeat,
 }
 
 impl RoutineSource {
@@ -34,6 +36,7 @@ impl RoutineSource {
             RoutineSource::Template => "template",
             RoutineSource::Operator => "operator",
             RoutineSource::Agent => "agent",
+            RoutineSource::Heartbeat => "heartbeat",
         }
     }
 
@@ -43,6 +46,7 @@ impl RoutineSource {
             RoutineSource::Template,
             RoutineSource::Operator,
             RoutineSource::Agent,
+            RoutineSource::Heartbeat,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)
@@ -192,6 +196,9 @@ pub struct FireClaim {
 pub enum FireEffect {
     /// Delivers the letter; the job runs until its message is finished.
     Deliver(Letter),
+    /// Like `Deliver`, for a heartbeat: its job's answer goes to the agent's owner unless it
+    /// is only `HEARTBEAT_OK`.
+    Heartbeat(Letter),
     /// A pending job for the runtime to start by spawning an agent named
     /// `{name_prefix}-{job id}`.
     Spawn { name_prefix: String },
@@ -272,40 +279,46 @@ fn claim_in(
         from_sql_int(tx.last_insert_rowid(), "job id")
     };
     let (outcome, reason, job_id, claimed) = match effect {
-        FireEffect::Deliver(letter) => match deliver_in(tx, now, letter) {
-            Ok(delivery) => {
-                let name = crate::agents::agent_name(tx, &letter.to)?;
-                let job = insert_job(
-                    JobState::Running,
-                    Some((letter.to.as_str(), &name)),
-                    Some(delivery.id),
-                    None,
-                )?;
-                (
-                    "run",
-                    None,
-                    Some(job),
-                    Claimed::Job {
-                        job_id: job,
-                        inbox_id: Some(delivery.id),
-                    },
-                )
+        FireEffect::Deliver(letter) | FireEffect::Heartbeat(letter) => {
+            match deliver_in(tx, now, letter) {
+                Ok(delivery) => {
+                    let name = crate::agents::agent_name(tx, &letter.to)?;
+                    let job = insert_job(
+                        JobState::Running,
+                        Some((letter.to.as_str(), &name)),
+                        Some(delivery.id),
+                        None,
+                    )?;
+                    if matches!(effect, FireEffect::Heartbeat(_)) {
+                        tx.prepare_cached("UPDATE jobs SET kind = 'heartbeat' WHERE id = ?1")?
+                            .execute(params![to_sql_int(job)])?;
+                    }
+                    (
+                        "run",
+                        None,
+                        Some(job),
+                        Claimed::Job {
+                            job_id: job,
+                            inbox_id: Some(delivery.id),
+                        },
+                    )
+                }
+                Err(StoreError::NotFound(_)) => {
+                    let reason = "the routine's agent no longer exists".to_owned();
+                    let job = failed_job(&insert_job, tx, now, &reason)?;
+                    (
+                        "run",
+                        Some(reason.clone()),
+                        Some(job),
+                        Claimed::Failed {
+                            job_id: job,
+                            reason,
+                        },
+                    )
+                }
+                Err(err) => return Err(err),
             }
-            Err(StoreError::NotFound(_)) => {
-                let reason = "the routine's agent no longer exists".to_owned();
-                let job = failed_job(&insert_job, tx, now, &reason)?;
-                (
-                    "run",
-                    Some(reason.clone()),
-                    Some(job),
-                    Claimed::Failed {
-                        job_id: job,
-                        reason,
-                    },
-                )
-            }
-            Err(err) => return Err(err),
-        },
+        }
         FireEffect::Fail { reason } => {
             let job = failed_job(&insert_job, tx, now, reason)?;
             (

@@ -48,6 +48,7 @@ fn action_text(action: &Value) -> String {
             s(action, "template"),
             reef_config::describe_every(action["timeout_secs"].as_u64().unwrap_or(0) * 1000)
         ),
+        Some("heartbeat") => format!("heartbeat {}", s(action, "agent")),
         _ => action.to_string(),
     }
 }

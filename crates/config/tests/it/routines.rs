@@ -166,3 +166,45 @@ fn a_project_file_may_not_declare_routines_without_trust() {
     let err = fx.load(&[], &[]).unwrap_err().to_string();
     assert!(err.contains("routines.*"), "{err}");
 }
+
+#[test]
+fn heartbeat_and_jobs_have_defaults_and_checked_values() {
+    let config = load("").unwrap();
+    assert_eq!(config.heartbeat, None);
+    assert_eq!(config.jobs.stuck_after, reef_config::DEFAULT_STUCK_AFTER);
+    let config = load(
+        "[heartbeat]\nevery = \"30m\"\nactive_hours = \"22:00-06:00\"\ntz = \"Europe/Berlin\"\n\
+         templates = [\"worker\"]\n\n[jobs]\nstuck_after = \"10m\"\n",
+    )
+    .unwrap();
+    let hb = config.heartbeat.unwrap();
+    assert_eq!(hb.every, Duration::from_secs(1800));
+    assert!(hb.selects("anyone", "worker") && !hb.selects("anyone", "coder"));
+    assert_eq!(config.jobs.stuck_after, Duration::from_secs(600));
+    assert_eq!(reef_config::active_window("08:00-22:00"), Ok((480, 1320)));
+    for (toml, key, message) in [
+        (
+            "[heartbeat]\nactive_hours = \"08:00-22:00\"\n",
+            "heartbeat.every",
+            "missing",
+        ),
+        (
+            "[heartbeat]\nevery = \"10s\"\n",
+            "heartbeat.every",
+            "shorter than scheduler.min_interval",
+        ),
+        (
+            "[heartbeat]\nevery = \"1h\"\nactive_hours = \"8-22\"\n",
+            "heartbeat.active_hours",
+            "\"8-22\" is not a window like \"08:00-22:00\"",
+        ),
+        (
+            "[jobs]\nstuck_after = \"soon\"\n",
+            "jobs.stuck_after",
+            "expected a number",
+        ),
+    ] {
+        let err = load(toml).unwrap_err();
+        assert!(err.contains(key) && err.contains(message), "{toml}: {err}");
+    }
+}

@@ -7,6 +7,7 @@
 //! fires are settled, and the fires table refuses a second claim of the same identity.
 
 mod events;
+pub(crate) mod heartbeat;
 pub(crate) mod plan;
 mod runs;
 
@@ -183,6 +184,14 @@ pub(crate) async fn run(inner: Weak<Inner>, after_seq: u64) {
                         }
                         break;
                     }
+                    Ok(event) if event.kind == "heartbeat.alert" => {
+                        // The answer waits in the parent's inbox: wake it.
+                        if let (Ok(rt), Some(to)) = (Runtime::from_weak(&inner), event.data["to"].as_str())
+                            && let Ok(parent) = rt.get_agent(to).await
+                        {
+                            rt.wake(&parent.id);
+                        }
+                    }
                     Ok(event) if events::wakes(&event) => break,
                     Ok(_) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
@@ -273,7 +282,7 @@ pub(crate) async fn claim_all(
     let to: Vec<Option<reef_core::AgentId>> = claims
         .iter()
         .map(|c| match &c.effect {
-            FireEffect::Deliver(letter) => Some(letter.to.clone()),
+            FireEffect::Deliver(letter) | FireEffect::Heartbeat(letter) => Some(letter.to.clone()),
             _ => None,
         })
         .collect();

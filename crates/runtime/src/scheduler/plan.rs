@@ -135,6 +135,22 @@ pub(crate) async fn claim(
                 request_id: None,
             }),
         },
+        Action::Heartbeat {
+            agent,
+            active_hours,
+            tz,
+        } => match rt.store().agent_by_name(agent).await? {
+            None => FireEffect::Fail {
+                reason: format!("agent `{agent}` does not exist"),
+            },
+            Some(found) if found.state != reef_core::AgentState::Running => FireEffect::Skip {
+                reason: format!("agent `{agent}` is {}", found.state.as_str()),
+            },
+            Some(found) => {
+                super::heartbeat::effect(rt, record, &found, (active_hours.as_deref(), tz), fire)
+                    .await?
+            }
+        },
         Action::Spawn { template, .. } => {
             if rt.templates().get(template).is_none() {
                 FireEffect::Fail {

@@ -425,3 +425,169 @@ async fn a_scheduled_template_spawns_an_agent_that_reports_and_is_gone_after_its
     }));
     d.runtime.shutdown().await;
 }
+
+/// The heartbeat model: `HEARTBEAT_OK` for the first beat, a finding for later ones; a slow
+/// answer to ordinary work; anything else is acknowledged.
+fn heartbeat_model(req: &RecordedRequest) -> MockReply {
+    let text = req.last_user_text().unwrap_or_default();
+    if text.contains("[heartbeat, ") {
+        if text.contains("scheduled 2026-11-23T20:01:00Z") {
+            return MockReply::text("HEARTBEAT_OK");
+        }
+        return MockReply::text("disk /var is 95% full");
+    }
+    if text.contains("long job") {
+        return MockReply::Delayed(
+            std::time::Duration::from_millis(1500),
+            Box::new(MockReply::text("done")),
+        );
+    }
+    MockReply::text("noted")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_stay_silent_when_ok_report_findings_and_never_overlap_a_turn() {
+    let start = utc("2026-11-23T20:00:00Z");
+    let clock = ManualClock::new(start);
+    let d = daemon_at(
+        Arc::new(heartbeat_model),
+        "",
+        "[heartbeat]\nevery = \"1m\"\ntz = \"UTC\"\nactive_hours = \"08:00-22:00\"\n\
+         agents = [\"watcher\", \"kid\"]\n",
+        Some(Arc::new(clock.clone())),
+        |_| {},
+    )
+    .await;
+    let rt = &d.runtime;
+    let watcher = rt
+        .spawn_agent(spawn("watcher", "worker"), None)
+        .await
+        .unwrap()
+        .agent;
+    let boss = rt
+        .spawn_agent(spawn("boss", "manager"), None)
+        .await
+        .unwrap()
+        .agent;
+    let kid = rt
+        .spawn_agent(spawn("kid", "worker"), Some(&boss))
+        .await
+        .unwrap()
+        .agent;
+    for agent in [&watcher, &kid] {
+        std::fs::write(
+            std::path::Path::new(&agent.workspace).join("HEARTBEAT.md"),
+            "- is /var above 90%?\n- any failed backups?\n",
+        )
+        .unwrap();
+    }
+    let beats = |events: &[reef_store::StoredEvent], state: &str| {
+        events
+            .iter()
+            .filter(|e| {
+                e.kind == "job.ended" && e.data["kind"] == "heartbeat" && e.data["state"] == state
+            })
+            .count()
+    };
+
+    // 20:01: both answer HEARTBEAT_OK: nothing is delivered anywhere.
+    clock.advance_to(start + Duration::minutes(1)).await;
+    wait_for(rt, "two beats", |e| beats(e, "completed") == 2).await;
+    let events = rt.store().events_after(0, None, 10_000).await.unwrap();
+    assert!(!events.iter().any(|e| e.kind == "heartbeat.alert"));
+    let asked = d.mock.requests();
+    let beat = asked.iter().find(|r| r.agent() == "watcher").unwrap();
+    let text = beat.last_user_text().unwrap();
+    assert!(
+        text.contains("- is /var above 90%?"),
+        "the checklist is the message: {text}"
+    );
+    assert!(text.contains("answer exactly HEARTBEAT_OK"), "{text}");
+
+    // 20:02: a finding. The watcher has no parent: it is for the control room; the kid's goes
+    // to its parent's inbox.
+    clock.advance_to(start + Duration::minutes(2)).await;
+    wait_for(rt, "two alerts", |e| {
+        e.iter().filter(|e| e.kind == "heartbeat.alert").count() == 2
+    })
+    .await;
+    let events = rt.store().events_after(0, None, 10_000).await.unwrap();
+    let alerts: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "heartbeat.alert")
+        .collect();
+    let to = |agent: &str| {
+        alerts
+            .iter()
+            .find(|e| e.data["agent"] == agent)
+            .map(|e| e.data["to"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(to("watcher").as_deref(), Some("#control"));
+    assert_eq!(to("kid").as_deref(), Some("boss"));
+    wait_for(rt, "the boss reading the kid's finding", |_| {
+        d.mock.requests().iter().any(|r| {
+            r.agent() == "boss"
+                && r.last_user_text()
+                    .is_some_and(|t| t.contains("[heartbeat of kid] disk /var is 95% full"))
+        })
+    })
+    .await;
+
+    // 20:03 while the watcher works on a long job: its beat is skipped, not queued.
+    rt.send_message(
+        "watcher",
+        reef_runtime::Sender::Operator,
+        "long job",
+        "long",
+        None,
+    )
+    .await
+    .unwrap();
+    wait_for(rt, "the long job started", |e| {
+        e.iter()
+            .any(|e| e.kind == "turn.started" && e.data["from"] == "operator")
+    })
+    .await;
+    clock.advance_to(start + Duration::minutes(3)).await;
+    let history = rt.routine_history("heartbeat-watcher", 10).await.unwrap();
+    let third = &history[0];
+    assert_eq!(third.outcome, "skipped");
+    assert!(
+        third.reason.as_deref().unwrap().contains("watcher is busy"),
+        "{third:?}"
+    );
+    wait_for(rt, "the long job done", |e| {
+        e.iter()
+            .any(|e| e.kind == "turn.ended" && e.data["from"] == "operator")
+    })
+    .await;
+    // No heartbeat turn ever began while another turn of the watcher was open.
+    let events = rt.store().events_after(0, None, 10_000).await.unwrap();
+    let mut open = 0;
+    for e in events
+        .iter()
+        .filter(|e| e.agent_id.as_ref() == Some(&watcher.id))
+    {
+        match e.kind.as_str() {
+            "turn.started" => {
+                open += 1;
+                assert_eq!(open, 1, "two turns of the watcher at once");
+            }
+            "turn.ended" | "turn.interrupted" => open -= 1,
+            _ => {}
+        }
+    }
+    // 22:30 is outside the active hours: skipped, and says why.
+    clock.advance_to(utc("2026-11-23T22:30:00Z")).await;
+    let history = rt.routine_history("heartbeat-watcher", 1).await.unwrap();
+    assert!(
+        history[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("outside active hours"),
+        "{:?}",
+        history[0]
+    );
+    d.runtime.shutdown().await;
+}

@@ -75,6 +75,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                     "reef-security",
                     "reef-llm",
                     "reef-schedule",
+                    "reef-workspace",
                 ][..],
             ),
         ),
