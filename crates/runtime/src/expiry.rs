@@ -1,5 +1,6 @@
 //! The clock of the daemon: once a second, pending items past their deadline expire (the
-//! waiting agent is told and woken); once a minute, the event history is cut to its bound.
+//! waiting agent is told and woken); now and then stuck jobs are failed; once a minute, the
+//! event history is cut to its bound.
 
 use crate::kernel::{Inner, Runtime};
 use reef_store::PendingStatus;
@@ -24,6 +25,13 @@ pub(crate) async fn run(inner: Weak<Inner>) {
             tracing::warn!(error = %err, "expiring pending items failed; retrying in a second");
         }
         tick += 1;
+        // Stuck jobs are looked for four times per `stuck_after`, at most once a minute.
+        let every = (runtime.config().jobs.stuck_after.as_secs() / 4).clamp(1, 60);
+        if tick.is_multiple_of(every)
+            && let Err(err) = runtime.fail_stuck_jobs().await
+        {
+            tracing::warn!(error = %err, "looking for stuck jobs failed");
+        }
         if tick.is_multiple_of(60) {
             let keep = runtime.config().daemon.event_history;
             if let Err(err) = runtime.store().prune_events(keep).await {

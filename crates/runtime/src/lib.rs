@@ -13,6 +13,7 @@ mod debug;
 mod error;
 mod expiry;
 mod gate;
+mod jobs;
 mod kernel;
 mod messaging;
 pub mod operator;

@@ -180,6 +180,16 @@ impl Store {
                 "UPDATE inbox SET status = 'processing', attempts = attempts + 1 WHERE id = ?1",
             )?
             .execute(params![id])?;
+            // The turn that reads it is a job, unless a routine's job already is.
+            let now = db.clock.now();
+            tx.prepare_cached(
+                "INSERT INTO jobs (kind, state, agent_id, agent_name, inbox_id, created_at,
+                                   started_at, progress_at)
+                 SELECT 'turn', 'running', a.id, a.name, ?1, ?2, ?2, ?2 FROM agents a
+                 WHERE a.id = ?3 AND NOT EXISTS (
+                     SELECT 1 FROM jobs WHERE inbox_id = ?1 AND state IN ('pending', 'running'))",
+            )?
+            .execute(params![id, now, agent.as_str()])?;
             let message = message_by_id(&tx, id)?;
             tx.commit()?;
             Ok(message)
@@ -278,6 +288,41 @@ impl Store {
             }
             tx.commit()?;
             Ok(told)
+        })
+        .await
+    }
+
+    /// Takes a message out of its inbox unread (its job was cancelled): `pending` or
+    /// `processing` becomes `done`, and a request on it is cancelled with `reason`. `false`
+    /// when it had already been finished.
+    pub async fn drop_message(&self, id: u64, reason: &str) -> Result<bool, StoreError> {
+        let reason = reason.to_owned();
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = db.clock.now();
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE inbox SET status = 'done', done_at = ?1
+                     WHERE id = ?2 AND status IN ('pending', 'processing')",
+                )?
+                .execute(params![now, to_sql_int(id)])?;
+            if changed > 0
+                && let Some(message) = message_by_id(&tx, to_sql_int(id))?
+                && let Some(request) = message.request_id
+            {
+                resolve_in(
+                    &tx,
+                    &now,
+                    &request,
+                    PendingStatus::Cancelled,
+                    Some(&reason),
+                    None,
+                )?;
+            }
+            tx.commit()?;
+            Ok(changed > 0)
         })
         .await
     }

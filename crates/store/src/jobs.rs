@@ -427,6 +427,26 @@ impl Store {
         .await
     }
 
+    /// Running jobs whose message a turn is working on and whose agent has recorded nothing
+    /// since `cutoff` (a store timestamp): stuck.
+    pub async fn stuck_jobs(&self, cutoff: &str) -> Result<Vec<JobRecord>, StoreError> {
+        let cutoff = cutoff.to_owned();
+        self.run(move |db| {
+            let mut stmt = db.conn.prepare_cached(&format!(
+                "SELECT {JOB_COLUMNS} FROM jobs j
+                 WHERE j.state = 'running' AND j.started_at < ?1
+                   AND EXISTS (SELECT 1 FROM inbox i WHERE i.id = j.inbox_id
+                               AND i.status = 'processing')
+                   AND COALESCE((SELECT e.created_at FROM events e WHERE e.agent_id = j.agent_id
+                                 ORDER BY e.seq DESC LIMIT 1), j.started_at) < ?1
+                 ORDER BY j.id"
+            ))?;
+            let rows = stmt.query_map(params![cutoff], job_from_row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
     /// Starts a pending routine job whose agent now exists: its task is delivered to the agent
     /// and the job runs until that message is finished or `deadline_ms` passes, in one
     /// transaction. A job no longer pending is a `Conflict`.

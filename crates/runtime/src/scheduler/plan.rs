@@ -7,7 +7,7 @@ use crate::kernel::Runtime;
 use chrono::{DateTime, SecondsFormat, Utc};
 use reef_core::{Action, CatchUp, Concurrency};
 use reef_schedule::MAX_NAP;
-use reef_store::{FireClaim, FireEffect, JobEnd, JobState, Letter, RoutineRecord};
+use reef_store::{FireClaim, FireEffect, JobState, Letter, RoutineRecord};
 
 /// A fire older than this when the scheduler looks counts as missed (the clock jumped, or
 /// the machine slept): one nap and a margin.
@@ -173,28 +173,11 @@ fn name_prefix(routine: &str) -> String {
     cut.trim_end_matches(['-', '_']).to_owned()
 }
 
-/// Cancels an open routine job; a spawned run's agent is destroyed (its transcript kept).
+/// Cancels an open routine job: a spawned run's agent is destroyed (its transcript kept), a
+/// turn is interrupted and its message dropped.
 pub(crate) async fn cancel(rt: &Runtime, job: u64, reason: &str) -> Result<(), RuntimeError> {
-    let ended = rt
-        .store()
-        .end_job(
-            job,
-            JobEnd {
-                state: JobState::Cancelled,
-                reason: Some(reason.to_owned()),
-                result: None,
-            },
-        )
-        .await?;
-    if let Some(ended) = ended
-        && ended.deadline_ms.is_some()
-        && let Some(agent) = &ended.agent_name
-    {
-        match rt.destroy_agent(agent, false).await {
-            Ok(()) | Err(RuntimeError::NotFound(_)) => {}
-            Err(err) => return Err(err),
-        }
+    if let Some(record) = rt.store().job(job).await? {
+        rt.stop_job(&record, JobState::Cancelled, reason).await?;
     }
-    rt.bus().poke();
     Ok(())
 }

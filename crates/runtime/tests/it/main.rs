@@ -4,6 +4,7 @@
 mod approvals;
 mod daemon;
 mod debug;
+mod jobs;
 mod long_life;
 mod operator;
 mod routines;
