@@ -177,6 +177,9 @@ pub struct Capabilities {
     /// May write to the shared memory namespace.
     #[serde(default)]
     pub shared_memory_write: bool,
+    /// May schedule routines of its own (`schedule_routine`), bounded by it and deleted with it.
+    #[serde(default)]
+    pub schedule: bool,
 }
 
 impl Default for Capabilities {
@@ -185,6 +188,7 @@ impl Default for Capabilities {
             tools: vec!["*".to_owned()],
             spawn: false,
             shared_memory_write: false,
+            schedule: false,
         }
     }
 }
@@ -213,6 +217,9 @@ impl Capabilities {
         if self.shared_memory_write && !parent.shared_memory_write {
             return Err("shared_memory_write is not allowed to the parent".into());
         }
+        if self.schedule && !parent.schedule {
+            return Err("schedule is not allowed to the parent".into());
+        }
         Ok(())
     }
 
@@ -234,6 +241,7 @@ impl Capabilities {
             tools,
             spawn: self.spawn && parent.spawn,
             shared_memory_write: self.shared_memory_write && parent.shared_memory_write,
+            schedule: self.schedule && parent.schedule,
         }
     }
 }
@@ -278,11 +286,13 @@ mod tests {
             tools: vec!["read_file".into(), "shell".into()],
             spawn: false,
             shared_memory_write: true,
+            schedule: false,
         };
         let wide = Capabilities {
             tools: vec!["*".into()],
             spawn: true,
             shared_memory_write: true,
+            schedule: false,
         };
         let clamped = wide.clamped_to(&parent);
         assert_eq!(clamped.tools, ["read_file", "shell"]);
@@ -385,11 +395,13 @@ mod tests {
             tools: vec!["shell".into(), "read_file".into()],
             spawn: true,
             shared_memory_write: false,
+            schedule: false,
         };
         let child = Capabilities {
             tools: vec!["read_file".into()],
             spawn: false,
             shared_memory_write: false,
+            schedule: false,
         };
         assert_eq!(child.within(&parent), Ok(()));
         assert!(child.allows_tool("read_file") && !child.allows_tool("shell"));

@@ -102,6 +102,15 @@ pub(crate) async fn claim(
             reason: "the routine is disabled".into(),
         }));
     }
+    // An agent's routines fire only while it runs (paused, stopped or out of budget: not).
+    if let (Some(owner), reef_store::RoutineSource::Agent) = (&record.owner, record.source)
+        && let Some(agent) = rt.store().get_agent(owner).await?
+        && agent.state != reef_core::AgentState::Running
+    {
+        return Ok(claim(FireEffect::Skip {
+            reason: format!("its owner {} is {}", agent.name, agent.state.as_str()),
+        }));
+    }
     match (record.spec.guardrails.concurrency, later_in_pass) {
         (_, true) | (Concurrency::Queue, false) => {}
         (Concurrency::Skip, false) => {

@@ -101,7 +101,12 @@ async fn start(
         budget,
         ..SpawnRequest::default()
     };
-    let agent = match rt.spawn_agent(request, None).await {
+    // An agent's routine spawns its children, clamped to it.
+    let owner = match (&routine.owner, routine.source) {
+        (Some(id), reef_store::RoutineSource::Agent) => rt.store().get_agent(id).await?,
+        _ => None,
+    };
+    let agent = match rt.spawn_agent(request, owner.as_ref()).await {
         Ok(spawned) => spawned.agent,
         // Spawned before a crash, not started: take it up.
         Err(RuntimeError::Conflict(why)) => match rt.store().agent_by_name(&name).await? {

@@ -171,6 +171,14 @@ pub(crate) fn registry_for(
                 ctx: ctx.clone(),
             }));
         }
+        if record.capabilities.schedule {
+            for kind in crate::routine_tools::RoutineKind::ALL {
+                registry.register(Arc::new(crate::routine_tools::RoutineTool {
+                    kind,
+                    ctx: ctx.clone(),
+                }));
+            }
+        }
     }
     reef_agent::add_memory_tools(
         &mut registry,

@@ -591,3 +591,122 @@ async fn heartbeats_stay_silent_when_ok_report_findings_and_never_overlap_a_turn
     );
     d.runtime.shutdown().await;
 }
+
+/// A manager that schedules a check for itself and tries one for an agent not its own, then
+/// lists its routines; then answers the fires.
+fn scheduling_manager(req: &RecordedRequest) -> MockReply {
+    let text = req.last_user_text().unwrap_or_default();
+    if text.contains("[routine boss-check, scheduled") {
+        return MockReply::text("queue is empty");
+    }
+    if req.ends_with_tool_result() {
+        let results = req.tool_results();
+        // The schedules ran in parallel; the listing comes after them.
+        if !results.iter().any(|r| r.contains("enabled=")) {
+            return MockReply::ToolCalls(vec![("list_routines".into(), serde_json::json!({}))]);
+        }
+        return MockReply::text(format!("results: {}", results.join(" | ")));
+    }
+    if text.contains("set up checks") {
+        return MockReply::ToolCalls(vec![
+            (
+                "schedule_routine".into(),
+                serde_json::json!({"name": "check", "every": "1m", "agent": "boss",
+                                   "message": "check the queue"}),
+            ),
+            (
+                "schedule_routine".into(),
+                serde_json::json!({"name": "poke", "every": "1m", "agent": "stranger",
+                                   "message": "hi"}),
+            ),
+        ]);
+    }
+    MockReply::text("ok")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_schedules_its_own_routine_which_dies_with_it() {
+    let start = utc("2026-11-23T20:00:00Z");
+    let clock = ManualClock::new(start);
+    let d = daemon_at(
+        Arc::new(scheduling_manager),
+        "",
+        "",
+        Some(Arc::new(clock.clone())),
+        |_| {},
+    )
+    .await;
+    let rt = &d.runtime;
+    rt.spawn_agent(spawn("stranger", "worker"), None)
+        .await
+        .unwrap();
+    let mut boss = spawn("boss", "manager");
+    boss.task = Some("set up checks".into());
+    rt.spawn_agent(boss, None).await.unwrap();
+    wait_for(rt, "the manager's answer", |e| {
+        e.iter().any(|e| {
+            e.kind == "turn.ended"
+                && e.data["outcome"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("results:"))
+        })
+    })
+    .await;
+    let events = rt.store().events_after(0, None, 10_000).await.unwrap();
+    let answer = events
+        .iter()
+        .find(|e| {
+            e.kind == "turn.ended"
+                && e.data["outcome"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("results:"))
+        })
+        .unwrap();
+    let answer = answer.data["outcome"]["text"].as_str().unwrap();
+    assert!(
+        answer.contains("scheduled routine boss-check; next fire 2026-11-23T20:01:00Z"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("may message you or your child agents, not `stranger`"),
+        "{answer}"
+    );
+    assert!(answer.contains("boss-check enabled=true"), "{answer}");
+    let routine = rt.routine("boss-check").await.unwrap().record;
+    assert_eq!(routine.source, reef_store::RoutineSource::Agent);
+    // Workers do not get the tools.
+    rt.send_message("stranger", reef_runtime::Sender::Operator, "hi", "hi", None)
+        .await
+        .unwrap();
+    wait_for(rt, "the worker asked", |_| {
+        d.mock.requests().iter().any(|r| r.agent() == "stranger")
+    })
+    .await;
+    let asked = d.mock.requests();
+    let offered = |agent: &str| {
+        asked
+            .iter()
+            .find(|r| r.agent() == agent)
+            .map(|r| r.tool_names())
+            .unwrap_or_default()
+    };
+    assert!(offered("boss").iter().any(|t| t == "schedule_routine"));
+    assert!(
+        !offered("stranger")
+            .iter()
+            .any(|t| t.ends_with("_routine") || t == "list_routines")
+    );
+
+    clock.advance_to(start + Duration::minutes(1)).await;
+    wait_for(rt, "the fire answered", |e| {
+        e.iter()
+            .any(|e| e.kind == "turn.ended" && e.data["outcome"]["text"] == "queue is empty")
+    })
+    .await;
+    rt.destroy_agent("boss", false).await.unwrap();
+    assert!(
+        rt.routine("boss-check").await.is_err(),
+        "the routine died with its agent"
+    );
+    d.runtime.shutdown().await;
+}
