@@ -57,14 +57,18 @@ pub enum HookRoute {
     Agent(String),
     /// The task of a new agent from this template, destroyed when it is done.
     SpawnOnce(String),
+    /// A fire of this routine (its `webhook` names the hook).
+    Routine(String),
 }
 
 /// `[hooks] max_body` when not set: 1 MiB.
 pub const DEFAULT_MAX_BODY: u64 = 1024 * 1024;
 
+/// `routed` maps a hook to the routine whose `webhook` names it.
 pub(crate) fn resolve(
     raw: HooksToml,
     secrets: &[SecretSpec],
+    routed: &BTreeMap<String, String>,
     origin_of: &dyn Fn(&str) -> String,
 ) -> Result<HooksConfig, ConfigError> {
     let invalid = |key: String, message: String| ConfigError::Invalid {
@@ -100,9 +104,33 @@ pub(crate) fn resolve(
                 format!("names `{secret}`, but no [secrets.{secret}] is defined"),
             ));
         }
-        let route = hook
-            .route
-            .ok_or_else(|| invalid(key("route"), "missing; e.g. \"agent:ada\"".into()))?;
+        let route = match (hook.route, routed.get(&name)) {
+            (None, Some(routine)) => {
+                hooks.insert(
+                    name.clone(),
+                    HookConfig {
+                        name,
+                        secret,
+                        route: HookRoute::Routine(routine.clone()),
+                    },
+                );
+                continue;
+            }
+            (Some(_), Some(routine)) => {
+                return Err(invalid(
+                    key("route"),
+                    format!("[routines.{routine}] is fired by this hook; remove `route`"),
+                ));
+            }
+            (Some(route), None) => route,
+            (None, None) => {
+                return Err(invalid(
+                    key("route"),
+                    "missing; e.g. \"agent:ada\", or name this hook in a routine's `webhook`"
+                        .into(),
+                ));
+            }
+        };
         let route = match route.split_once(':') {
             Some(("agent", name)) if plain(name) => HookRoute::Agent(name.to_owned()),
             Some(("spawn-once", template)) if plain(template) => {

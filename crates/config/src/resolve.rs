@@ -220,10 +220,28 @@ impl Config {
         let secrets = secrets::resolve(parsed.secrets, &opts.home, &origin_of)?;
         let channels =
             crate::channels::resolve(parsed.channels, parsed.operators, &secrets, &origin_of)?;
-        let hooks = crate::hooks::resolve(parsed.hooks.unwrap_or_default(), &secrets, &origin_of)?;
+        let routed = crate::routines::hooks_routed(&parsed.routines, &origin_of)?;
+        let hooks = crate::hooks::resolve(
+            parsed.hooks.unwrap_or_default(),
+            &secrets,
+            &routed,
+            &origin_of,
+        )?;
         let scheduler =
             crate::routines::resolve_scheduler(parsed.scheduler.unwrap_or_default(), &origin_of)?;
         let routines = crate::routines::resolve(parsed.routines, &scheduler, &origin_of)?;
+        for routine in routines.values() {
+            if let reef_core::Trigger::Webhook { hook } = &routine.spec.trigger
+                && !hooks.hooks.contains_key(hook)
+            {
+                let key = format!("routines.{}.webhook", routine.name);
+                return Err(ConfigError::Invalid {
+                    origin: origin_of(&key),
+                    key,
+                    message: format!("names `{hook}`, but no [hooks.{hook}] is defined"),
+                });
+            }
+        }
         let heartbeat =
             crate::heartbeat::resolve(parsed.heartbeat, scheduler.min_interval, &origin_of)?;
         let jobs = crate::heartbeat::resolve_jobs(parsed.jobs.unwrap_or_default(), &origin_of)?;

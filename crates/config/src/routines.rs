@@ -228,6 +228,27 @@ pub(crate) fn resolve(
     Ok(out)
 }
 
+/// Which routine each hook fires (`webhook = "HOOK"`); one routine per hook.
+pub(crate) fn hooks_routed(
+    raw: &BTreeMap<String, RoutineFields>,
+    origin_of: &dyn Fn(&str) -> String,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut routed = BTreeMap::new();
+    for (name, routine) in raw {
+        if let Some(hook) = &routine.webhook
+            && let Some(other) = routed.insert(hook.clone(), name.clone())
+        {
+            let key = format!("routines.{name}.webhook");
+            return Err(ConfigError::Invalid {
+                origin: origin_of(&key),
+                key,
+                message: format!("[hooks.{hook}] already fires [routines.{other}]"),
+            });
+        }
+    }
+    Ok(routed)
+}
+
 /// Whether `name` can name a routine (it appears in agent names and URLs).
 pub fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())

@@ -122,6 +122,18 @@ async fn deliver_to(
     key: &str,
 ) -> Result<String, reef_runtime::RuntimeError> {
     match route {
+        HookRoute::Routine(routine) => {
+            match rt.fire_hook_routine(routine, digest, &text).await? {
+                reef_store::Claimed::Job { .. } | reef_store::Claimed::AlreadyClaimed => {}
+                reef_store::Claimed::Failed { reason, .. } => {
+                    tracing::warn!(%hook, %routine, %reason, "a webhook routine's run failed");
+                }
+                reef_store::Claimed::Skipped => {
+                    tracing::info!(%hook, %routine, "a webhook routine's fire was skipped");
+                }
+            }
+            Ok(format!("routine:{routine}"))
+        }
         HookRoute::Agent(agent) => {
             let label = format!("hook:{hook}");
             rt.send_message(agent, Sender::Channel(&label), &text, key, None)

@@ -208,3 +208,44 @@ fn heartbeat_and_jobs_have_defaults_and_checked_values() {
         assert!(err.contains(key) && err.contains(message), "{toml}: {err}");
     }
 }
+
+#[test]
+fn a_webhook_routine_takes_its_hooks_route() {
+    let base = "[secrets.K]\nenv = \"K\"\n\n";
+    let config = load(&format!(
+        "{base}[hooks.deploys]\nsecret = \"K\"\n\n\
+         [routines.check]\nwebhook = \"deploys\"\nagent = \"ops\"\nmessage = \"look\"\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        config.hooks.hooks["deploys"].route,
+        reef_config::HookRoute::Routine("check".into())
+    );
+    for (toml, key, message) in [
+        (
+            format!("{base}[routines.check]\nwebhook = \"nope\"\nagent = \"a\"\nmessage = \"m\"\n"),
+            "routines.check.webhook",
+            "no [hooks.nope] is defined",
+        ),
+        (
+            format!(
+                "{base}[hooks.deploys]\nsecret = \"K\"\nroute = \"agent:a\"\n\n\
+                 [routines.check]\nwebhook = \"deploys\"\nagent = \"a\"\nmessage = \"m\"\n"
+            ),
+            "hooks.deploys.route",
+            "[routines.check] is fired by this hook; remove `route`",
+        ),
+        (
+            format!(
+                "{base}[hooks.deploys]\nsecret = \"K\"\n\n\
+                 [routines.a]\nwebhook = \"deploys\"\nagent = \"a\"\nmessage = \"m\"\n\n\
+                 [routines.b]\nwebhook = \"deploys\"\nagent = \"a\"\nmessage = \"m\"\n"
+            ),
+            "routines.b.webhook",
+            "[hooks.deploys] already fires [routines.a]",
+        ),
+    ] {
+        let err = load(&toml).unwrap_err();
+        assert!(err.contains(key) && err.contains(message), "{toml}\n{err}");
+    }
+}

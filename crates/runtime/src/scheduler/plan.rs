@@ -102,6 +102,26 @@ pub(crate) async fn claim(
             reason: "the routine is disabled".into(),
         }));
     }
+    // A webhook routine runs at most once per `cooldown` (event routines pass over events
+    // meanwhile without recording them).
+    let cooldown = record.spec.guardrails.cooldown_secs;
+    if fire.key.starts_with("hook:")
+        && cooldown > 0
+        && let Some(last) = record.last_run_ms
+        && fire.at.timestamp_millis()
+            < last.saturating_add(
+                i64::try_from(cooldown)
+                    .unwrap_or(i64::MAX / 1000)
+                    .saturating_mul(1000),
+            )
+    {
+        return Ok(claim(FireEffect::Skip {
+            reason: format!(
+                "cooling down (cooldown {})",
+                reef_schedule::format_duration(std::time::Duration::from_secs(cooldown))
+            ),
+        }));
+    }
     // An agent's routines fire only while it runs (paused, stopped or out of budget: not).
     if let (Some(owner), reef_store::RoutineSource::Agent) = (&record.owner, record.source)
         && let Some(agent) = rt.store().get_agent(owner).await?

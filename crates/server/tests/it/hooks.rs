@@ -28,7 +28,10 @@ async fn hooks() -> Hooks {
             "[secrets.HOOK_KEY]\nfile = \"{}\"\n\n\
              [hooks]\nmax_body = \"1K\"\n\n\
              [hooks.gh]\nsecret = \"HOOK_KEY\"\nroute = \"agent:ada\"\n\n\
-             [hooks.alerts]\nsecret = \"HOOK_KEY\"\nroute = \"spawn-once:worker\"\n",
+             [hooks.alerts]\nsecret = \"HOOK_KEY\"\nroute = \"spawn-once:worker\"\n\n\
+             [hooks.deploys]\nsecret = \"HOOK_KEY\"\n\n\
+             [routines.deploy-check]\nwebhook = \"deploys\"\nagent = \"ada\"\n\
+             message = \"check the deploy\"\ncooldown = \"1h\"\n",
             key_file.display()
         )
     })
@@ -239,4 +242,55 @@ async fn a_spawn_once_hook_runs_a_one_off_agent_that_is_destroyed_when_done() {
     );
     let sent = h.mock.requests()[0].last_user_text().unwrap();
     assert!(sent.contains("disk almost full on host7"), "{sent}");
+}
+
+#[tokio::test]
+async fn a_signed_delivery_fires_the_routine_that_names_its_hook_once() {
+    let h = hooks().await;
+    h.runtime
+        .spawn_agent(
+            SpawnRequest {
+                name: "ada".into(),
+                template: "worker".into(),
+                ..SpawnRequest::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    let body = br#"{"service":"api","version":"1.2.3"}"#;
+    let headers = [("x-hub-signature-256", sign_github(KEY.as_bytes(), body))];
+    let (status, reply) = h.post("deploys", &headers, body).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{reply}");
+    assert_eq!(reply["agent"], "routine:deploy-check");
+    for _ in 0..3000 {
+        if !h.mock.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let sent = h.mock.requests()[0].last_user_text().unwrap();
+    assert!(
+        sent.contains("[routine deploy-check, webhook delivery at "),
+        "{sent}"
+    );
+    assert!(sent.contains("\"version\": \"1.2.3\""), "{sent}");
+    assert!(sent.ends_with("] check the deploy"), "{sent}");
+    // A replay is refused before it reaches the routine; a new delivery within the cooldown
+    // is recorded as skipped.
+    let (status, _) = h.post("deploys", &headers, body).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let other = br#"{"service":"web"}"#;
+    let headers = [("x-hub-signature-256", sign_github(KEY.as_bytes(), other))];
+    let (status, _) = h.post("deploys", &headers, other).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let history = h.runtime.routine_history("deploy-check", 10).await.unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history.iter().filter(|f| f.outcome == "run").count(), 1);
+    let skipped = history.iter().find(|f| f.outcome == "skipped").unwrap();
+    assert!(
+        skipped.reason.as_deref().unwrap().contains("cooling down"),
+        "{skipped:?}"
+    );
+    assert!(skipped.key.starts_with("hook:"));
 }
