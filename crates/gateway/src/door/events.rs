@@ -1,6 +1,7 @@
 //! A connected channel's side of the event history: catching up from the last event
 //! handled, agents arriving and departing with their state, answers routed back to where
-//! their messages came from, and announcements in the control room.
+//! their messages came from, announcements in the control room, and what the scheduler
+//! reports: spawned runs' answers, routines disabled after failures, heartbeat findings.
 
 use super::{CATCH_UP, Door, on_channel};
 use crate::address::Origin;
@@ -48,7 +49,7 @@ impl Door<'_> {
 
     async fn handle_event(&mut self, event: StoredEvent) -> Result<(), ChannelError> {
         let Some(agent_id) = &event.agent_id else {
-            return Ok(());
+            return self.scheduler_event(&event).await;
         };
         // Most events (tool calls, usage, deltas of state) concern no channel: skip them
         // before reading the store.
@@ -150,6 +151,39 @@ impl Door<'_> {
             }
             None => Ok(()),
         }
+    }
+
+    /// What the scheduler tells people: a spawned run's report in the agents' room, a
+    /// routine disabled after failures and a heartbeat's finding in the control room.
+    async fn scheduler_event(&mut self, event: &StoredEvent) -> Result<(), ChannelError> {
+        let d = &event.data;
+        let text = |key: &str| d[key].as_str().unwrap_or_default().to_owned();
+        let (room, line) = match event.kind.as_str() {
+            "routine.report" => (
+                self.layout.room.clone(),
+                format!(
+                    "{} (routine {}): {}",
+                    text("agent"),
+                    text("routine"),
+                    text("text")
+                ),
+            ),
+            "routine.disabled" => (
+                self.layout.control.clone(),
+                format!(
+                    "routine {} is disabled: {}",
+                    text("routine"),
+                    text("reason")
+                ),
+            ),
+            "heartbeat.alert" if d["to"] == "#control" => (
+                self.layout.control.clone(),
+                format!("{} (heartbeat): {}", text("agent"), text("text")),
+            ),
+            _ => return Ok(()),
+        };
+        self.say(Speaker::Overseer, Conversation::Room(room), &line)
+            .await
     }
 
     async fn arrive(&mut self, agent: &str) -> Result<(), ChannelError> {

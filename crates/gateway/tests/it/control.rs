@@ -218,3 +218,101 @@ async fn a_channel_that_cannot_connect_says_why_and_the_daemon_serves_on() {
     let reply = d.runtime.operate("list", "test").await;
     assert!(reply.ok);
 }
+
+#[tokio::test]
+async fn the_scheduler_speaks_in_the_rooms_reports_findings_and_disabled_routines() {
+    let d = daemon(
+        Arc::new(|req| {
+            let text = req.last_user_text().unwrap_or_default();
+            if text.contains("[heartbeat") {
+                MockReply::text("backup disk is full")
+            } else {
+                MockReply::text("all backups verified")
+            }
+        }),
+        "",
+        "[heartbeat]\nevery = \"1h\"\nagents = [\"keeper\"]\n",
+    )
+    .await;
+    let rt = &d.runtime;
+    let mut alice = d.person("alice", &["#control", "#agents"]).await;
+
+    // A spawned run's answer is its report in the agents' room.
+    let spec = |action| reef_core::RoutineSpec {
+        trigger: reef_core::Trigger::Manual,
+        action,
+        guardrails: reef_core::Guardrails {
+            max_failures: 1,
+            ..reef_core::Guardrails::default()
+        },
+    };
+    let request = |name: &str, action| reef_runtime::RoutineRequest {
+        name: name.into(),
+        spec: spec(action),
+        enabled: true,
+    };
+    rt.create_routine(
+        request(
+            "backups",
+            reef_core::Action::Spawn {
+                template: "worker".into(),
+                task: "verify the backups".into(),
+                timeout_secs: 300,
+            },
+        ),
+        None,
+    )
+    .await
+    .unwrap();
+    rt.run_routine("backups").await.unwrap();
+    let report = alice
+        .expect_message("overseer", "#agents", "(routine backups)")
+        .await;
+    assert!(
+        report.ends_with("(routine backups): all backups verified"),
+        "{report}"
+    );
+
+    // A routine whose agent is gone fails once and is disabled: the operator is told.
+    rt.spawn_agent(crate::support::spawn("temp"), None)
+        .await
+        .unwrap();
+    rt.create_routine(
+        request(
+            "ping",
+            reef_core::Action::Message {
+                agent: "temp".into(),
+                text: "ping".into(),
+            },
+        ),
+        None,
+    )
+    .await
+    .unwrap();
+    rt.destroy_agent("temp", false).await.unwrap();
+    rt.run_routine("ping").await.unwrap();
+    let disabled = alice
+        .expect_message("overseer", "#control", "routine ping is disabled")
+        .await;
+    assert!(
+        disabled.contains("agent `temp` does not exist"),
+        "{disabled}"
+    );
+
+    // A heartbeat's finding, for an agent with no parent, goes to the control room.
+    let keeper = rt
+        .spawn_agent(crate::support::spawn("keeper"), None)
+        .await
+        .unwrap()
+        .agent;
+    std::fs::write(
+        std::path::Path::new(&keeper.workspace).join("HEARTBEAT.md"),
+        "- is the backup disk full?\n",
+    )
+    .unwrap();
+    rt.run_routine("heartbeat-keeper").await.unwrap();
+    let finding = alice
+        .expect_message("overseer", "#control", "(heartbeat)")
+        .await;
+    assert_eq!(finding, "keeper (heartbeat): backup disk is full");
+}

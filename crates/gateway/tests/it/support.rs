@@ -117,3 +117,12 @@ impl Daemon {
         panic!("no {kind} event came");
     }
 }
+
+/// A worker named `name`.
+pub fn spawn(name: &str) -> reef_runtime::SpawnRequest {
+    reef_runtime::SpawnRequest {
+        name: name.into(),
+        template: "worker".into(),
+        ..reef_runtime::SpawnRequest::default()
+    }
+}
