@@ -111,7 +111,7 @@ impl Runtime {
                 self.now_ms(),
             )
             .await?;
-        self.inner.scheduler.changed();
+        self.inner.scheduler.changed_routine(&record.name);
         self.bus().poke();
         Ok(record)
     }
@@ -137,7 +137,7 @@ impl Runtime {
                 self.now_ms(),
             )
             .await?;
-        self.inner.scheduler.changed();
+        self.inner.scheduler.changed_routine(name);
         self.bus().poke();
         Ok(record)
     }
@@ -146,7 +146,7 @@ impl Runtime {
         if !self.store().delete_routine(name).await? {
             return Err(not_found(name));
         }
-        self.inner.scheduler.changed();
+        self.inner.scheduler.changed_routine(name);
         self.bus().poke();
         Ok(())
     }
@@ -163,7 +163,7 @@ impl Runtime {
             .store()
             .set_routine_enabled(name, enabled, reason, self.now_ms())
             .await?;
-        self.inner.scheduler.changed();
+        self.inner.scheduler.changed_routine(name);
         self.bus().poke();
         Ok(record)
     }
@@ -367,7 +367,9 @@ impl Runtime {
                 self.now_ms(),
             )
             .await?;
-        self.inner.scheduler.changed();
+        self.inner
+            .scheduler
+            .changed_routine(&crate::scheduler::heartbeat::routine_name(&agent.name));
         Ok(())
     }
 }

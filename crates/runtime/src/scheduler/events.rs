@@ -50,30 +50,41 @@ impl Listener {
         }
     }
 
+    /// Reads every event routine again.
+    pub(super) async fn load(&mut self, rt: &Runtime) -> Result<(), RuntimeError> {
+        self.routines = Vec::new();
+        for record in rt.store().list_routines().await? {
+            self.add(record);
+        }
+        Ok(())
+    }
+
+    /// Replaces what is known of routine `name` with `record` (`None`: it is gone).
+    pub(super) fn refresh(&mut self, name: &str, record: Option<RoutineRecord>) {
+        self.routines.retain(|(r, _)| r.name != name);
+        if let Some(record) = record {
+            self.add(record);
+        }
+    }
+
+    fn add(&mut self, record: RoutineRecord) {
+        let (true, Trigger::Event { pattern, .. }) = (record.enabled, &record.spec.trigger) else {
+            return;
+        };
+        match pattern.as_deref().map(regex::Regex::new).transpose() {
+            Ok(regex) => self.routines.push((record, regex)),
+            Err(err) => {
+                tracing::warn!(routine = %record.name, error = %err, "an event routine's pattern does not compile");
+            }
+        }
+    }
+
     /// Fires every event routine for the events committed since the last look.
     pub(super) async fn fire(
         &mut self,
         rt: &Runtime,
         now: DateTime<Utc>,
-        reload: bool,
     ) -> Result<(), RuntimeError> {
-        if reload {
-            self.routines = Vec::new();
-            for record in rt.store().list_routines().await? {
-                if let (true, Trigger::Event { pattern, .. }) =
-                    (record.enabled, &record.spec.trigger)
-                {
-                    let regex = match pattern.as_deref().map(regex::Regex::new).transpose() {
-                        Ok(regex) => regex,
-                        Err(err) => {
-                            tracing::warn!(routine = %record.name, error = %err, "an event routine's pattern does not compile");
-                            continue;
-                        }
-                    };
-                    self.routines.push((record, regex));
-                }
-            }
-        }
         if self.routines.is_empty() {
             // Nothing listens: skip what happened meanwhile.
             self.after = rt.store().last_event_seq().await?;

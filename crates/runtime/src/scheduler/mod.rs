@@ -32,7 +32,10 @@ const IDLE: chrono::Duration = chrono::Duration::days(1);
 pub(crate) struct Handle {
     pub clock: Arc<dyn Clock>,
     wake: Arc<Notify>,
+    /// Read every routine again.
     dirty: AtomicBool,
+    /// Routines (by name) to read again.
+    touched: std::sync::Mutex<Vec<String>>,
 }
 
 impl Handle {
@@ -41,10 +44,18 @@ impl Handle {
             clock,
             wake: Arc::new(Notify::new()),
             dirty: AtomicBool::new(true),
+            touched: std::sync::Mutex::new(Vec::new()),
         }
     }
 
-    /// A routine was created, changed, enabled, disabled or deleted: read them again.
+    /// Routine `name` was created, changed, enabled, disabled or deleted: read it again.
+    pub(crate) fn changed_routine(&self, name: &str) {
+        crate::kernel::lock(&self.touched).push(name.to_owned());
+        self.wake.notify_one();
+    }
+
+    /// Routines changed that cannot be named (a reconciliation, an agent's deleted with it):
+    /// read them all again.
     pub(crate) fn changed(&self) {
         self.dirty.store(true, Ordering::SeqCst);
         self.wake.notify_one();
@@ -66,6 +77,8 @@ struct Entry {
 #[derive(Default)]
 struct Index {
     entries: HashMap<String, Entry>,
+    /// Routine name to id, for routines read again by name.
+    ids: HashMap<String, String>,
     queue: BTreeSet<(i64, String)>,
 }
 
@@ -73,34 +86,53 @@ impl Index {
     async fn load(rt: &Runtime) -> Result<Index, RuntimeError> {
         let mut index = Index::default();
         for record in rt.store().list_routines().await? {
-            if !record.enabled || !record.spec.trigger.is_timed() {
-                continue;
-            }
-            let anchor = from_ms(record.anchor_ms);
-            let schedule = match schedule_of(&record.spec.trigger, anchor) {
-                Ok(Some(schedule)) => schedule,
-                Ok(None) => continue,
-                Err(err) => {
-                    tracing::warn!(routine = %record.name, error = %err, "a stored routine cannot be scheduled");
-                    continue;
-                }
-            };
-            let next_ms = schedule
-                .next_after(from_ms(record.watermark_ms))
-                .map(|t| t.timestamp_millis());
-            if let Some(ms) = next_ms {
-                index.queue.insert((ms, record.id.clone()));
-            }
-            index.entries.insert(
-                record.id.clone(),
-                Entry {
-                    record,
-                    schedule,
-                    next_ms,
-                },
-            );
+            index.insert(record);
         }
         Ok(index)
+    }
+
+    /// Adds an enabled timed routine.
+    fn insert(&mut self, record: RoutineRecord) {
+        if !record.enabled || !record.spec.trigger.is_timed() {
+            return;
+        }
+        let anchor = from_ms(record.anchor_ms);
+        let schedule = match schedule_of(&record.spec.trigger, anchor) {
+            Ok(Some(schedule)) => schedule,
+            Ok(None) => return,
+            Err(err) => {
+                tracing::warn!(routine = %record.name, error = %err, "a stored routine cannot be scheduled");
+                return;
+            }
+        };
+        let next_ms = schedule
+            .next_after(from_ms(record.watermark_ms))
+            .map(|t| t.timestamp_millis());
+        if let Some(ms) = next_ms {
+            self.queue.insert((ms, record.id.clone()));
+        }
+        self.ids.insert(record.name.clone(), record.id.clone());
+        self.entries.insert(
+            record.id.clone(),
+            Entry {
+                record,
+                schedule,
+                next_ms,
+            },
+        );
+    }
+
+    /// Replaces what is known of routine `name` with `record` (`None`: it is gone).
+    fn refresh(&mut self, name: &str, record: Option<RoutineRecord>) {
+        if let Some(id) = self.ids.remove(name)
+            && let Some(old) = self.entries.remove(&id)
+            && let Some(ms) = old.next_ms
+        {
+            self.queue.remove(&(ms, id));
+        }
+        if let Some(record) = record {
+            self.insert(record);
+        }
     }
 
     fn due(&mut self, now_ms: i64) -> Vec<String> {
@@ -179,8 +211,8 @@ pub(crate) async fn run(inner: Weak<Inner>, after_seq: u64) {
                 () = wake.notified() => break,
                 event = bus.recv() => match event {
                     Ok(event) if events::changes_routines(&event) => {
-                        if let Ok(rt) = Runtime::from_weak(&inner) {
-                            rt.inner.scheduler.dirty.store(true, Ordering::SeqCst);
+                        if let (Ok(rt), Some(name)) = (Runtime::from_weak(&inner), event.data["routine"].as_str()) {
+                            rt.inner.scheduler.changed_routine(name);
                         }
                         break;
                     }
@@ -208,12 +240,21 @@ impl State {
         let handle = &rt.inner.scheduler;
         let now = handle.clock.now();
         let started = *self.started.get_or_insert(now);
-        let reloaded = handle.dirty.swap(false, Ordering::SeqCst) || self.index.is_none();
-        if reloaded {
+        let touched = std::mem::take(&mut *crate::kernel::lock(&handle.touched));
+        if handle.dirty.swap(false, Ordering::SeqCst) || self.index.is_none() {
             self.index = Some(Index::load(rt).await?);
+            self.events.load(rt).await?;
+        } else {
+            for name in touched {
+                let record = rt.store().routine_by_name(&name).await?;
+                if let Some(index) = self.index.as_mut() {
+                    index.refresh(&name, record.clone());
+                }
+                self.events.refresh(&name, record);
+            }
         }
         self.fire_timed(rt, now, started).await?;
-        self.events.fire(rt, now, reloaded).await?;
+        self.events.fire(rt, now).await?;
         let run_deadline = runs::advance(rt, now).await?;
         let next = self.index.as_ref().and_then(Index::next);
         let mut deadline = now + IDLE;
