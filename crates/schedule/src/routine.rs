@@ -92,6 +92,21 @@ pub fn check_routine(spec: &RoutineSpec, min_interval: Duration) -> Result<(), R
             parse_zone(tz).map_err(|e| fail("tz", e.to_string()))?;
         }
     }
+    let guard = &spec.guardrails;
+    if !matches!(spec.action, Action::Spawn { .. }) {
+        if guard.run_tokens.is_some() {
+            return Err(fail(
+                "run_tokens",
+                "applies to spawned runs (`template`); a message runs under its agent's own budget",
+            ));
+        }
+        if guard.run_cost_micros.is_some() {
+            return Err(fail(
+                "run_cost",
+                "applies to spawned runs (`template`); a message runs under its agent's own budget",
+            ));
+        }
+    }
     if spec.guardrails.catch_up_max == 0 {
         return Err(fail("catch_up_max", "must be at least 1"));
     }

@@ -427,6 +427,37 @@ impl Store {
         .await
     }
 
+    /// Tokens (input + output) and cost in millionths of a US dollar that the runs of a
+    /// routine started at or after `since` (a store timestamp) have used so far: the model
+    /// requests of each run's agent between its start and end.
+    pub async fn routine_spend_since(
+        &self,
+        routine_id: &str,
+        since: &str,
+    ) -> Result<(u64, u64), StoreError> {
+        let (routine_id, since) = (routine_id.to_owned(), since.to_owned());
+        self.run(move |db| {
+            let (tokens, cost): (i64, i64) = db
+                .conn
+                .prepare_cached(
+                    "SELECT COALESCE(SUM(u.input_tokens + u.output_tokens), 0),
+                            COALESCE(SUM(u.cost_micros), 0)
+                     FROM jobs j
+                     JOIN sessions s ON s.agent = j.agent_name
+                     JOIN model_usage u ON u.session_id = s.id
+                          AND u.created_at >= j.started_at
+                          AND (j.ended_at IS NULL OR u.created_at <= j.ended_at)
+                     WHERE j.routine_id = ?1 AND j.started_at >= ?2",
+                )?
+                .query_row(params![routine_id, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok((
+                u64::try_from(tokens).unwrap_or(0),
+                u64::try_from(cost).unwrap_or(0),
+            ))
+        })
+        .await
+    }
+
     /// Running jobs whose message a turn is working on and whose agent has recorded nothing
     /// since `cutoff` (a store timestamp): stuck.
     pub async fn stuck_jobs(&self, cutoff: &str) -> Result<Vec<JobRecord>, StoreError> {

@@ -69,7 +69,7 @@ impl Handle {
 
 struct Entry {
     record: RoutineRecord,
-    schedule: Schedule,
+    schedule: Arc<Schedule>,
     next_ms: Option<i64>,
 }
 
@@ -79,6 +79,9 @@ struct Index {
     entries: HashMap<String, Entry>,
     /// Routine name to id, for routines read again by name.
     ids: HashMap<String, String>,
+    /// Parsed cron expressions by (expression, zone), shared by the routines that use one: a
+    /// parsed expression holds a few kilobytes.
+    crons: HashMap<(String, String), Arc<Schedule>>,
     queue: BTreeSet<(i64, String)>,
 }
 
@@ -96,14 +99,27 @@ impl Index {
         if !record.enabled || !record.spec.trigger.is_timed() {
             return;
         }
-        let anchor = from_ms(record.anchor_ms);
-        let schedule = match schedule_of(&record.spec.trigger, anchor) {
-            Ok(Some(schedule)) => schedule,
-            Ok(None) => return,
-            Err(err) => {
-                tracing::warn!(routine = %record.name, error = %err, "a stored routine cannot be scheduled");
-                return;
-            }
+        let cron_key = match &record.spec.trigger {
+            reef_core::Trigger::Cron { expr, tz } => Some((expr.clone(), tz.clone())),
+            _ => None,
+        };
+        let cached = cron_key.as_ref().and_then(|k| self.crons.get(k)).cloned();
+        let schedule = match cached {
+            Some(schedule) => schedule,
+            None => match schedule_of(&record.spec.trigger, from_ms(record.anchor_ms)) {
+                Ok(Some(schedule)) => {
+                    let schedule = Arc::new(schedule);
+                    if let Some(key) = cron_key {
+                        self.crons.insert(key, schedule.clone());
+                    }
+                    schedule
+                }
+                Ok(None) => return,
+                Err(err) => {
+                    tracing::warn!(routine = %record.name, error = %err, "a stored routine cannot be scheduled");
+                    return;
+                }
+            },
         };
         let next_ms = schedule
             .next_after(from_ms(record.watermark_ms))

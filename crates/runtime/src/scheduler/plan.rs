@@ -122,6 +122,9 @@ pub(crate) async fn claim(
             ),
         }));
     }
+    if let Some(reason) = day_budget_spent(rt, record).await? {
+        return Ok(claim(FireEffect::Skip { reason }));
+    }
     // An agent's routines fire only while it runs (paused, stopped or out of budget: not).
     if let (Some(owner), reef_store::RoutineSource::Agent) = (&record.owner, record.source)
         && let Some(agent) = rt.store().get_agent(owner).await?
@@ -193,6 +196,38 @@ pub(crate) async fn claim(
         }
     };
     Ok(claim(effect))
+}
+
+/// Why the routine may not run again today (UTC), if its day's tokens or money are spent.
+async fn day_budget_spent(
+    rt: &Runtime,
+    record: &RoutineRecord,
+) -> Result<Option<String>, RuntimeError> {
+    let guard = &record.spec.guardrails;
+    if guard.day_tokens.is_none() && guard.day_cost_micros.is_none() {
+        return Ok(None);
+    }
+    let (tokens, cost) = rt
+        .store()
+        .routine_spend_since(&record.id, &reef_store::start_of_today())
+        .await?;
+    if let Some(limit) = guard.day_tokens
+        && tokens >= limit
+    {
+        return Ok(Some(format!(
+            "today's runs used {tokens} tokens of day_tokens = {limit}"
+        )));
+    }
+    if let Some(limit) = guard.day_cost_micros
+        && cost >= limit
+    {
+        return Ok(Some(format!(
+            "today's runs cost ${:.4} of day_cost = ${:.4}",
+            cost as f64 / 1e6,
+            limit as f64 / 1e6
+        )));
+    }
+    Ok(None)
 }
 
 /// The start of a spawned run's agent name (`NAME-…` with the job's number after it),

@@ -710,3 +710,67 @@ async fn a_manager_schedules_its_own_routine_which_dies_with_it() {
     );
     d.runtime.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_budget_spent_skips_the_next_runs() {
+    let clock = ManualClock::new(Utc::now());
+    let d = quiet_daemon(&clock).await;
+    let rt = &d.runtime;
+    let spec = RoutineSpec {
+        trigger: Trigger::Manual,
+        action: Action::Spawn {
+            template: "worker".into(),
+            task: "count the backups".into(),
+            timeout_secs: 300,
+        },
+        guardrails: Guardrails {
+            day_tokens: Some(1),
+            ..Guardrails::default()
+        },
+    };
+    create(rt, "counter", spec).await;
+    rt.run_routine("counter").await.unwrap();
+    wait_for(rt, "the first run's report", |e| {
+        e.iter().any(|e| e.kind == "routine.report")
+    })
+    .await;
+    rt.run_routine("counter").await.unwrap();
+    let history = rt.routine_history("counter", 10).await.unwrap();
+    assert_eq!(history.len(), 2);
+    let second = &history[0];
+    assert_eq!(second.outcome, "skipped");
+    let reason = second.reason.as_deref().unwrap();
+    assert!(
+        reason.starts_with("today's runs used ") && reason.ends_with("tokens of day_tokens = 1"),
+        "{reason}"
+    );
+    // A message routine has no run budget of its own: said at creation.
+    let bad = RoutineSpec {
+        trigger: Trigger::Manual,
+        action: Action::Message {
+            agent: "nobody".into(),
+            text: "x".into(),
+        },
+        guardrails: Guardrails {
+            run_tokens: Some(10),
+            ..Guardrails::default()
+        },
+    };
+    let err = rt
+        .create_routine(
+            RoutineRequest {
+                name: "bad".into(),
+                spec: bad,
+                enabled: true,
+            },
+            None,
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("run_tokens: applies to spawned runs"),
+        "{err}"
+    );
+    d.runtime.shutdown().await;
+}
