@@ -10,7 +10,7 @@ use std::path::Path;
 pub(crate) const MAX_PROJECT_FILE: u64 = 1024 * 1024;
 
 /// Key families a project file may set only when trusted: (prefix, shown as, why).
-const RESTRICTED: [(&str, &str, &str); 15] = [
+const RESTRICTED: [(&str, &str, &str); 16] = [
     (
         "prices",
         "prices.*",
@@ -78,6 +78,7 @@ const RESTRICTED: [(&str, &str, &str); 15] = [
         "heartbeat.*",
         "it could wake your agents on a schedule, spending your budget",
     ),
+    ("jobs", "jobs.*", "it could fail every turn as stuck"),
 ];
 
 /// A key a project file may not set without trust.

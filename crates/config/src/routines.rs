@@ -122,7 +122,7 @@ pub fn routine_spec(
             message: other.to_string(),
         },
     };
-    let spec = spec(fields, &invalid).map_err(unpack)?;
+    let spec = spec(fields, scheduler.min_interval, &invalid).map_err(unpack)?;
     check_routine(&spec, scheduler.min_interval).map_err(|e| RoutineFieldError {
         field: e.field.to_owned(),
         message: e.message,
@@ -214,7 +214,7 @@ pub(crate) fn resolve(
             });
         }
         let enabled = routine.enabled.unwrap_or(true);
-        let spec = spec(routine, &invalid)?;
+        let spec = spec(routine, scheduler.min_interval, &invalid)?;
         check_routine(&spec, scheduler.min_interval).map_err(|e| invalid(e.field, e.message))?;
         out.insert(
             name.clone(),
@@ -260,6 +260,7 @@ pub fn valid_name(name: &str) -> bool {
 
 fn spec(
     raw: RoutineFields,
+    min_interval: Duration,
     invalid: &dyn Fn(&str, String) -> ConfigError,
 ) -> Result<RoutineSpec, ConfigError> {
     let duration =
@@ -393,8 +394,13 @@ fn spec(
     if let Some(n) = raw.catch_up_max {
         guardrails.catch_up_max = n;
     }
-    if let Some(text) = raw.cooldown {
-        guardrails.cooldown_secs = duration("cooldown", &text)?.as_secs();
+    match raw.cooldown {
+        Some(text) => guardrails.cooldown_secs = duration("cooldown", &text)?.as_secs(),
+        // An event routine waits at least the shortest interval between runs by default.
+        None if matches!(trigger, Trigger::Event { .. }) => {
+            guardrails.cooldown_secs = min_interval.as_secs();
+        }
+        None => {}
     }
     guardrails.run_tokens = raw.run_tokens;
     guardrails.day_tokens = raw.day_tokens;

@@ -200,9 +200,12 @@ impl Runtime {
                 }
             }
         }
+        let owned = self.inner.store.routines_owned_by(&agent.id).await?;
         self.inner.store.delete_agent(&agent.id, purge).await?;
         // Its routines (heartbeat, the ones it scheduled) went with it.
-        self.inner.scheduler.changed();
+        for routine in owned {
+            self.inner.scheduler.changed_routine(&routine);
+        }
         if purge {
             let dir = self.agent_dir(&agent.name);
             if let Err(e) = std::fs::remove_dir_all(&dir)

@@ -14,6 +14,9 @@ pub(crate) fn now_unix() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
+/// How long routine fires and ended jobs are kept.
+const HISTORY: Duration = Duration::from_secs(30 * 24 * 3600);
+
 pub(crate) async fn run(inner: Weak<Inner>) {
     let mut tick: u64 = 0;
     loop {
@@ -31,6 +34,15 @@ pub(crate) async fn run(inner: Weak<Inner>) {
             && let Err(err) = runtime.fail_stuck_jobs().await
         {
             tracing::warn!(error = %err, "looking for stuck jobs failed");
+        }
+        // Fires and jobs older than a month are forgotten once an hour.
+        if tick.is_multiple_of(3600)
+            && let Err(err) = runtime
+                .store()
+                .prune_routine_history(&reef_store::timestamp_ago(HISTORY))
+                .await
+        {
+            tracing::warn!(error = %err, "pruning routine history failed");
         }
         if tick.is_multiple_of(60) {
             let keep = runtime.config().daemon.event_history;

@@ -5,7 +5,7 @@
 use crate::error::RuntimeError;
 use crate::kernel::Runtime;
 use reef_core::AgentId;
-use reef_store::{InboxStatus, JobEnd, JobRecord, JobState};
+use reef_store::{JobRecord, JobState};
 use serde_json::json;
 
 impl Runtime {
@@ -17,16 +17,24 @@ impl Runtime {
         state: JobState,
         reason: &str,
     ) -> Result<(), RuntimeError> {
+        // Is a turn working on its message now? Only then is that turn interrupted.
+        let working = match (job.inbox_id, &job.agent_id, job.deadline_ms) {
+            (Some(inbox), Some(agent), None) => self
+                .store()
+                .inbox(
+                    &AgentId::from(agent.as_str()),
+                    reef_store::InboxStatus::Processing,
+                )
+                .await?
+                .iter()
+                .any(|m| m.id == inbox),
+            _ => false,
+        };
+        // The job ends and its message leaves the inbox together: a worker woken meanwhile
+        // cannot take the message up again, and a kill leaves both or neither.
         let ended = self
             .store()
-            .end_job(
-                job.id,
-                JobEnd {
-                    state,
-                    reason: Some(reason.to_owned()),
-                    result: None,
-                },
-            )
+            .stop_job_and_message(job.id, state, reason)
             .await?;
         if ended.is_none() {
             return Ok(());
@@ -40,17 +48,12 @@ impl Runtime {
             }
         } else if let (Some(inbox), Some(agent)) = (job.inbox_id, &job.agent_id) {
             let agent = AgentId::from(agent.as_str());
-            let working = self
-                .store()
-                .inbox(&agent, InboxStatus::Processing)
-                .await?
-                .iter()
-                .any(|m| m.id == inbox);
+            // A turn working on it is interrupted; its message is already done, so nothing
+            // goes back to the inbox.
             if working {
-                // Interrupted, the message goes back to the inbox; then it is dropped.
                 self.stop_worker(&agent).await;
             }
-            self.store().drop_message(inbox, reason).await?;
+            tracing::debug!(job = job.id, inbox, "job stopped");
             self.wake(&agent);
         }
         self.bus().poke();

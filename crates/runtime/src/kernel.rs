@@ -140,6 +140,23 @@ impl Runtime {
         }
         let mut woken = 0;
         for agent in runtime.inner.store.list_agents().await? {
+            // A routine run's agent: its job says whether it is still wanted. One whose run
+            // ended (timed out, cancelled) before it could be destroyed goes now; one spawned
+            // and not yet given its task is left to the scheduler.
+            let run = if agent.ephemeral {
+                runtime.inner.store.last_job_of_agent(&agent.name).await?
+            } else {
+                None
+            };
+            if let Some(job) = &run {
+                if job.state.is_final() {
+                    runtime.destroy_agent(&agent.name, false).await?;
+                    continue;
+                }
+                if job.state == reef_store::JobState::Pending {
+                    continue;
+                }
+            }
             if agent.state == reef_core::AgentState::Running
                 && !runtime
                     .inner
@@ -156,7 +173,17 @@ impl Runtime {
             }
         }
         runtime.reconcile_routines().await?;
-        let scheduler = tokio::spawn(crate::scheduler::run(Arc::downgrade(&runtime.inner), after));
+        // Event routines go on from where the last process stopped reading the history.
+        let cursor = runtime
+            .inner
+            .store
+            .scheduler_cursor()
+            .await?
+            .unwrap_or(after);
+        let scheduler = tokio::spawn(crate::scheduler::run(
+            Arc::downgrade(&runtime.inner),
+            cursor,
+        ));
         lock(&runtime.inner.background).push(scheduler);
         runtime.inner.bus.poke();
         Ok((runtime, Recovery { released, woken }))

@@ -51,8 +51,14 @@ struct CancelArgs {
     name: String,
 }
 
-fn failed(err: impl std::fmt::Display) -> ToolError {
-    ToolError::Failed(err.to_string())
+/// The tool error that says what the model can do about a runtime error.
+fn failed(err: crate::error::RuntimeError) -> ToolError {
+    use crate::error::RuntimeError as E;
+    match err {
+        E::Invalid { .. } | E::NotFound(_) => ToolError::InvalidArguments(err.to_string()),
+        E::Denied(why) => ToolError::Denied(why),
+        other => ToolError::Failed(other.to_string()),
+    }
 }
 
 /// An agent's routine names start with its own name.

@@ -74,13 +74,17 @@ impl Runtime {
                 }
             }
         }
-        if let Trigger::Webhook { hook } = &spec.trigger
-            && !self.config().hooks.hooks.contains_key(hook)
-        {
-            return Err(RuntimeError::invalid(
-                "webhook",
-                format!("no [hooks.{hook}] is configured"),
-            ));
+        if let Trigger::Webhook { hook } = &spec.trigger {
+            let routed = self.config().hooks.hooks.get(hook).map(|h| &h.route);
+            if routed != Some(&reef_config::HookRoute::Routine(name.to_owned())) {
+                return Err(RuntimeError::invalid(
+                    "webhook",
+                    format!(
+                        "[hooks.{hook}] does not fire this routine; a hook fires the routine that \
+                         names it in reef.toml ([routines.{name}] webhook = \"{hook}\")"
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -189,6 +193,13 @@ impl Runtime {
         body: &str,
     ) -> Result<Claimed, RuntimeError> {
         let record = self.routine_record(name).await?;
+        // The hook was routed when the configuration was read: the routine must still be the
+        // one that names it.
+        if !matches!(&record.spec.trigger, Trigger::Webhook { .. }) {
+            return Err(RuntimeError::Conflict(format!(
+                "routine `{name}` is no longer fired by a webhook"
+            )));
+        }
         let now = self.inner.scheduler.clock.now();
         let fire = Fire {
             key: format!("hook:{key}"),
@@ -306,6 +317,10 @@ impl Runtime {
         }
         let mut names = Vec::new();
         for (name, spec, enabled, source) in declared {
+            // Config routines were checked when the file was read; a template's schedule and
+            // a heartbeat are checked here, against `scheduler.min_interval`.
+            check_routine(&spec, self.config().scheduler.min_interval)
+                .map_err(|e| RuntimeError::invalid(&format!("{name}.{}", e.field), e.message))?;
             if let Action::Message { agent, .. } = &spec.action
                 && self.store().agent_by_name(agent).await?.is_none()
             {
@@ -326,6 +341,8 @@ impl Runtime {
                 .await?;
             if outcome != PutOutcome::Unchanged {
                 tracing::info!(routine = %name, ?outcome, "routine reconciled");
+            } else {
+                self.apply_declared_enabled(&name, enabled, now).await?;
             }
             names.push(name);
         }
@@ -343,7 +360,37 @@ impl Runtime {
     }
 }
 
+/// Why a routine is off when `reef.toml` says `enabled = false`.
+const DISABLED_IN_CONFIG: &str = "disabled in reef.toml";
+
 impl Runtime {
+    /// `enabled` in `reef.toml` for a routine whose definition did not change: `false` turns
+    /// it off; `true` turns back on only what the file had turned off (not a routine
+    /// disabled by failures or by the operator).
+    async fn apply_declared_enabled(
+        &self,
+        name: &str,
+        enabled: bool,
+        now: i64,
+    ) -> Result<(), RuntimeError> {
+        let Some(stored) = self.store().routine_by_name(name).await? else {
+            return Ok(());
+        };
+        if !enabled && stored.enabled {
+            self.store()
+                .set_routine_enabled(name, false, Some(DISABLED_IN_CONFIG.into()), now)
+                .await?;
+        } else if enabled
+            && !stored.enabled
+            && stored.disabled_reason.as_deref() == Some(DISABLED_IN_CONFIG)
+        {
+            self.store()
+                .set_routine_enabled(name, true, None, now)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Gives a new agent its heartbeat when `[heartbeat]` chooses it.
     pub(crate) async fn ensure_heartbeat(
         &self,

@@ -333,8 +333,11 @@ fn parse(name: &str, text: &str, source: TemplateSource) -> Result<Template, Tem
                     .map_err(|e| invalid("schedule_timeout", e.to_string()))?,
                 None => reef_config::DEFAULT_RUN_TIMEOUT,
             };
-            if timeout.as_secs() == 0 {
-                return Err(invalid("schedule_timeout", "must be at least 1s".into()));
+            if timeout.as_secs() == 0 || timeout.as_secs() > reef_schedule::MAX_TIMEOUT_SECS {
+                return Err(invalid(
+                    "schedule_timeout",
+                    "must be at least 1s and at most 7d".into(),
+                ));
             }
             Some(TemplateSchedule {
                 cron,

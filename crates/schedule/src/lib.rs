@@ -17,6 +17,6 @@ pub use clock::{Clock, MAX_NAP, ManualClock, SystemClock};
 pub use cron::CronExpr;
 pub use duration::{format_duration, parse_duration};
 pub use error::ScheduleError;
-pub use routine::{RoutineError, check_routine, schedule_of};
+pub use routine::{MAX_TIMEOUT_SECS, RoutineError, check_routine, schedule_of};
 pub use schedule::Schedule;
 pub use zone::{parse_zone, system_zone};

@@ -10,6 +10,9 @@ use chrono::{DateTime, Utc};
 use reef_core::{Action, RoutineSpec, Trigger};
 use std::time::Duration;
 
+/// The longest a spawned run may take.
+pub const MAX_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
+
 /// A definition that cannot be used: `field` is the key to fix.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]
@@ -30,7 +33,29 @@ pub fn check_routine(spec: &RoutineSpec, min_interval: Duration) -> Result<(), R
     match &spec.trigger {
         Trigger::Cron { expr, tz } => {
             let zone = parse_zone(tz).map_err(|e| fail("tz", e.to_string()))?;
-            CronExpr::parse(expr, zone).map_err(|e| fail("cron", e.to_string()))?;
+            let cron = CronExpr::parse(expr, zone).map_err(|e| fail("cron", e.to_string()))?;
+            // The shortest gap between the next few fires: `* * * * * *` is every second.
+            let mut at = chrono::Utc::now();
+            for _ in 0..8 {
+                let (Some(a), Some(b)) = (
+                    cron.next_after(at),
+                    cron.next_after(at).and_then(|a| cron.next_after(a)),
+                ) else {
+                    break;
+                };
+                let gap = (b - a).to_std().unwrap_or_default();
+                if gap < min_interval {
+                    return Err(fail(
+                        "cron",
+                        format!(
+                            "\"{expr}\" fires {} apart, more often than scheduler.min_interval ({})",
+                            format_duration(gap),
+                            format_duration(min_interval)
+                        ),
+                    ));
+                }
+                at = b;
+            }
         }
         Trigger::Every { millis } => {
             let period = Duration::from_millis(*millis);
@@ -46,6 +71,15 @@ pub fn check_routine(spec: &RoutineSpec, min_interval: Duration) -> Result<(), R
             }
         }
         Trigger::Event { event, pattern } => {
+            if spec.guardrails.cooldown_secs < min_interval.as_secs() {
+                return Err(fail(
+                    "cooldown",
+                    format!(
+                        "an event routine waits at least scheduler.min_interval ({}) between runs",
+                        format_duration(min_interval)
+                    ),
+                ));
+            }
             if event.trim().is_empty() {
                 return Err(fail("event", "names no event kind; e.g. \"agent.failed\""));
             }
@@ -81,8 +115,8 @@ pub fn check_routine(spec: &RoutineSpec, min_interval: Duration) -> Result<(), R
             if task.trim().is_empty() {
                 return Err(fail("task", "is empty; say what the agent should do"));
             }
-            if *timeout_secs == 0 {
-                return Err(fail("timeout", "must be longer than 0s"));
+            if *timeout_secs == 0 || *timeout_secs > MAX_TIMEOUT_SECS {
+                return Err(fail("timeout", "must be longer than 0s and at most 7d"));
             }
         }
         Action::Heartbeat { agent, tz, .. } => {

@@ -71,11 +71,16 @@ pub async fn deliver(
         Ok(v) => v,
         Err(e) => return Err(refuse(&s, &name, &e.to_string()).await),
     };
-    let fresh = rt
-        .store()
-        .accept_hook_delivery(&name, &verified.digest, REMEMBER)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    // A routine's fire is keyed by the signature in the transaction that claims it, so a
+    // replay claims nothing and a sender's retry after a crash still fires; other routes
+    // remember accepted signatures first.
+    let routed_to_routine = matches!(hook.route, HookRoute::Routine(_));
+    let fresh = routed_to_routine
+        || rt
+            .store()
+            .accept_hook_delivery(&name, &verified.digest, REMEMBER)
+            .await
+            .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
     if !fresh {
         return Err(refuse(&s, &name, "this signature was accepted before (a replay)").await);
     }
@@ -87,7 +92,10 @@ pub async fn deliver(
     let key = format!("hook:{name}:{}", verified.digest);
     let delivered = deliver_to(rt, &name, &hook.route, &verified.digest, text, &key).await;
     let agent = match delivered {
-        Ok(agent) => agent,
+        Ok(Some(agent)) => agent,
+        Ok(None) => {
+            return Err(refuse(&s, &name, "this signature was accepted before (a replay)").await);
+        }
         Err(e) => {
             // Not delivered: the sender's retry of this signature must not count as a replay.
             if let Err(forget) = rt
@@ -112,7 +120,8 @@ pub async fn deliver(
     ))
 }
 
-/// Hands a verified delivery to its route; the agent that got it.
+/// Hands a verified delivery to its route; the agent that got it, or `None` when a routine
+/// had been fired by this signature before (a replay).
 async fn deliver_to(
     rt: &Runtime,
     hook: &str,
@@ -120,11 +129,12 @@ async fn deliver_to(
     digest: &str,
     text: String,
     key: &str,
-) -> Result<String, reef_runtime::RuntimeError> {
+) -> Result<Option<String>, reef_runtime::RuntimeError> {
     match route {
         HookRoute::Routine(routine) => {
             match rt.fire_hook_routine(routine, digest, &text).await? {
-                reef_store::Claimed::Job { .. } | reef_store::Claimed::AlreadyClaimed => {}
+                reef_store::Claimed::Job { .. } => {}
+                reef_store::Claimed::AlreadyClaimed => return Ok(None),
                 reef_store::Claimed::Failed { reason, .. } => {
                     tracing::warn!(%hook, %routine, %reason, "a webhook routine's run failed");
                 }
@@ -132,13 +142,13 @@ async fn deliver_to(
                     tracing::info!(%hook, %routine, "a webhook routine's fire was skipped");
                 }
             }
-            Ok(format!("routine:{routine}"))
+            Ok(Some(format!("routine:{routine}")))
         }
         HookRoute::Agent(agent) => {
             let label = format!("hook:{hook}");
             rt.send_message(agent, Sender::Channel(&label), &text, key, None)
                 .await?;
-            Ok(agent.clone())
+            Ok(Some(agent.clone()))
         }
         HookRoute::SpawnOnce(template) => {
             // An agent name: at most 40 characters, starting with a letter or digit.
@@ -164,7 +174,7 @@ async fn deliver_to(
                 None,
             )
             .await?;
-            Ok(agent)
+            Ok(Some(agent))
         }
     }
 }

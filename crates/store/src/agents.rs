@@ -172,6 +172,11 @@ impl Store {
                 Some(&id),
                 &json!({"from": from, "to": to, "reason": reason}),
             )?;
+            if to.is_final() {
+                // Its runs will not finish: they fail, and count against their routines.
+                let why = format!("agent {} is {}: {reason}", agent.name, to.as_str());
+                end_open_jobs_in(&tx, &now, &id, crate::jobs::JobState::Failed, &why)?;
+            }
             tx.commit()?;
             agent.updated_at = now;
             Ok(agent)
@@ -277,20 +282,8 @@ impl Store {
                 )?;
             }
             // Its routine runs end with it.
-            let jobs: Vec<i64> = tx
-                .prepare_cached(
-                    "SELECT id FROM jobs WHERE agent_id = ?1 AND state IN ('pending', 'running')",
-                )?
-                .query_map(params![id.as_str()], |r| r.get(0))?
-                .collect::<Result<_, _>>()?;
-            for job in jobs {
-                let end = crate::jobs::JobEnd {
-                    state: crate::jobs::JobState::Cancelled,
-                    reason: Some(format!("agent {} was destroyed", agent.name)),
-                    result: None,
-                };
-                crate::jobs::end_job_in(&tx, &now, from_sql_int(job, "job id")?, &end)?;
-            }
+            let why = format!("agent {} was destroyed", agent.name);
+            end_open_jobs_in(&tx, &now, &id, crate::jobs::JobState::Cancelled, &why)?;
             if let (true, Some(session)) = (purge, &agent.session) {
                 tx.prepare_cached("DELETE FROM sessions WHERE id = ?1")?
                     .execute(params![session.as_str()])?;
@@ -426,4 +419,29 @@ pub(crate) fn agent_name(conn: &Connection, id: &AgentId) -> Result<String, Stor
         .query_row(params![id.as_str()], |r| r.get(0))
         .optional()?;
     Ok(name.unwrap_or_else(|| id.to_string()))
+}
+
+/// Ends every open job whose work is `agent`'s as `state` with `reason`.
+fn end_open_jobs_in(
+    tx: &Connection,
+    now: &str,
+    agent: &AgentId,
+    state: crate::jobs::JobState,
+    reason: &str,
+) -> Result<(), StoreError> {
+    let jobs: Vec<i64> = tx
+        .prepare_cached(
+            "SELECT id FROM jobs WHERE agent_id = ?1 AND state IN ('pending', 'running')",
+        )?
+        .query_map(params![agent.as_str()], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    for job in jobs {
+        let end = crate::jobs::JobEnd {
+            state,
+            reason: Some(reason.to_owned()),
+            result: None,
+        };
+        crate::jobs::end_job_in(tx, now, from_sql_int(job, "job id")?, &end)?;
+    }
+    Ok(())
 }

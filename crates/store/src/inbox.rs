@@ -125,6 +125,35 @@ pub(crate) fn deliver_in(
     })
 }
 
+/// [`Store::drop_message`] inside the caller's transaction.
+pub(crate) fn drop_message_in(
+    tx: &Connection,
+    now: &str,
+    id: u64,
+    reason: &str,
+) -> Result<bool, StoreError> {
+    let changed = tx
+        .prepare_cached(
+            "UPDATE inbox SET status = 'done', done_at = ?1
+             WHERE id = ?2 AND status IN ('pending', 'processing')",
+        )?
+        .execute(params![now, to_sql_int(id)])?;
+    if changed > 0
+        && let Some(message) = message_by_id(tx, to_sql_int(id))?
+        && let Some(request) = message.request_id
+    {
+        resolve_in(
+            tx,
+            now,
+            &request,
+            PendingStatus::Cancelled,
+            Some(reason),
+            None,
+        )?;
+    }
+    Ok(changed > 0)
+}
+
 impl Store {
     /// Puts a message in `to`'s inbox unless one with the same `dedup_key` is there already,
     /// and records `message.delivered` for a new one. Both commit together.
@@ -292,9 +321,8 @@ impl Store {
         .await
     }
 
-    /// Takes a message out of its inbox unread (its job was cancelled): `pending` or
-    /// `processing` becomes `done`, and a request on it is cancelled with `reason`. `false`
-    /// when it had already been finished.
+    /// Takes a message out of its inbox unread: `pending` or `processing` becomes `done`, and
+    /// a request on it is cancelled with `reason`. `false` when it had already been finished.
     pub async fn drop_message(&self, id: u64, reason: &str) -> Result<bool, StoreError> {
         let reason = reason.to_owned();
         self.run(move |db| {
@@ -302,27 +330,9 @@ impl Store {
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
             let now = db.clock.now();
-            let changed = tx
-                .prepare_cached(
-                    "UPDATE inbox SET status = 'done', done_at = ?1
-                     WHERE id = ?2 AND status IN ('pending', 'processing')",
-                )?
-                .execute(params![now, to_sql_int(id)])?;
-            if changed > 0
-                && let Some(message) = message_by_id(&tx, to_sql_int(id))?
-                && let Some(request) = message.request_id
-            {
-                resolve_in(
-                    &tx,
-                    &now,
-                    &request,
-                    PendingStatus::Cancelled,
-                    Some(&reason),
-                    None,
-                )?;
-            }
+            let dropped = drop_message_in(&tx, &now, id, &reason)?;
             tx.commit()?;
-            Ok(changed > 0)
+            Ok(dropped)
         })
         .await
     }

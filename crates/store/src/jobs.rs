@@ -519,6 +519,54 @@ impl Store {
         .await
     }
 
+    /// Ends a job as `state` with `reason` and, in the same transaction, takes its message
+    /// out of the inbox unread (a `pending` or `processing` message becomes `done`; a request
+    /// on it is cancelled). `Ok(None)`: it had already ended.
+    pub async fn stop_job_and_message(
+        &self,
+        id: u64,
+        state: JobState,
+        reason: &str,
+    ) -> Result<Option<JobRecord>, StoreError> {
+        let reason = reason.to_owned();
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = db.clock.now();
+            let end = JobEnd {
+                state,
+                reason: Some(reason.clone()),
+                result: None,
+            };
+            let ended = end_job_in(&tx, &now, id, &end)?;
+            if let Some(job) = &ended
+                && job.deadline_ms.is_none()
+                && let Some(inbox) = job.inbox_id
+            {
+                crate::inbox::drop_message_in(&tx, &now, inbox, &reason)?;
+            }
+            tx.commit()?;
+            Ok(ended)
+        })
+        .await
+    }
+
+    /// The newest job run by an agent of this name.
+    pub async fn last_job_of_agent(&self, name: &str) -> Result<Option<JobRecord>, StoreError> {
+        let name = name.to_owned();
+        self.run(move |db| {
+            Ok(db
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {JOB_COLUMNS} FROM jobs WHERE agent_name = ?1 ORDER BY id DESC LIMIT 1"
+                ))?
+                .query_row(params![name], job_from_row)
+                .optional()?)
+        })
+        .await
+    }
+
     /// Ends a job. `Ok(None)`: it had already ended (or cannot move to that state).
     pub async fn end_job(&self, id: u64, end: JobEnd) -> Result<Option<JobRecord>, StoreError> {
         self.run(move |db| {

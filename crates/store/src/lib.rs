@@ -51,7 +51,7 @@ pub use records::{
 };
 pub use rooms::RoomRecord;
 pub use routines::{
-    Claimed, FireClaim, FireEffect, FireRecord, NewRoutine, PutOutcome, RoutineRecord,
+    ClaimGuard, Claimed, FireClaim, FireEffect, FireRecord, NewRoutine, PutOutcome, RoutineRecord,
     RoutineSource,
 };
 pub use store::Store;

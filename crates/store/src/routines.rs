@@ -188,7 +188,17 @@ pub struct FireClaim {
     pub scheduled_ms: i64,
     /// Move the routine's watermark up to `scheduled_ms` (timed fires).
     pub advance_watermark: bool,
+    /// Checked in the claim's transaction: skip while a run of the routine is going
+    /// (`concurrency = "skip"`), or within this many milliseconds of its last run.
+    pub guard: ClaimGuard,
     pub effect: FireEffect,
+}
+
+/// What a claim checks before its effect, in its own transaction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClaimGuard {
+    pub skip_if_running: bool,
+    pub cooldown_ms: i64,
 }
 
 /// What a claimed fire does.
@@ -249,10 +259,46 @@ fn claim_in(
     let disabled = FireEffect::Skip {
         reason: "the routine is disabled".into(),
     };
-    let effect = if routine.enabled {
-        &claim.effect
+    let busy = if claim.guard.skip_if_running
+        && matches!(
+            claim.effect,
+            FireEffect::Deliver(_) | FireEffect::Heartbeat(_) | FireEffect::Spawn { .. }
+        ) {
+        tx.prepare_cached(
+            "SELECT id FROM jobs WHERE routine_id = ?1 AND state IN ('pending', 'running')
+             ORDER BY id LIMIT 1",
+        )?
+        .query_row(params![claim.routine_id], |r| r.get::<_, i64>(0))
+        .optional()?
+        .map(|job| FireEffect::Skip {
+            reason: format!("job {job} of this routine is still going (concurrency = skip)"),
+        })
     } else {
+        None
+    };
+    let cooling = match routine.last_run_ms {
+        // A last run in the future is a clock that was set back: no cooldown from it.
+        Some(last)
+            if claim.guard.cooldown_ms > 0
+                && last <= now_ms
+                && now_ms < last.saturating_add(claim.guard.cooldown_ms) =>
+        {
+            Some(FireEffect::Skip {
+                reason: format!(
+                    "cooling down ({}s since the last run, cooldown {}s)",
+                    (now_ms - last).max(0) / 1000,
+                    claim.guard.cooldown_ms / 1000
+                ),
+            })
+        }
+        _ => None,
+    };
+    let effect = if !routine.enabled {
         &disabled
+    } else if let Some(skip) = busy.as_ref().or(cooling.as_ref()) {
+        skip
+    } else {
+        &claim.effect
     };
     let insert_job = |state: JobState,
                       agent: Option<(&str, &str)>,
@@ -574,6 +620,68 @@ impl Store {
                 .prepare_cached(&format!("SELECT {COLUMNS} FROM routines ORDER BY name"))?;
             let rows = stmt.query_map([], from_row)?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    /// The names of the routines `agent` owns (deleted with it).
+    pub async fn routines_owned_by(&self, agent: &AgentId) -> Result<Vec<String>, StoreError> {
+        let agent = agent.clone();
+        self.run(move |db| {
+            let mut stmt = db
+                .conn
+                .prepare_cached("SELECT name FROM routines WHERE owner_id = ?1 ORDER BY name")?;
+            let rows = stmt.query_map(params![agent.as_str()], |r| r.get::<_, String>(0))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    /// Where the scheduler's event listener stopped reading the history.
+    pub async fn scheduler_cursor(&self) -> Result<Option<u64>, StoreError> {
+        self.run(|db| {
+            let seq: Option<i64> = db
+                .conn
+                .prepare_cached("SELECT seq FROM scheduler_cursor WHERE id = 1")?
+                .query_row([], |r| r.get(0))
+                .optional()?;
+            seq.map(|s| from_sql_int(s, "cursor")).transpose()
+        })
+        .await
+    }
+
+    pub async fn set_scheduler_cursor(&self, seq: u64) -> Result<(), StoreError> {
+        self.run(move |db| {
+            db.conn
+                .prepare_cached(
+                    "INSERT INTO scheduler_cursor (id, seq) VALUES (1, ?1)
+                     ON CONFLICT (id) DO UPDATE SET seq = excluded.seq",
+                )?
+                .execute(params![to_sql_int(seq)])?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Forgets fires claimed and jobs ended before `cutoff` (a store timestamp); returns how
+    /// many rows went.
+    pub async fn prune_routine_history(&self, cutoff: &str) -> Result<u64, StoreError> {
+        let cutoff = cutoff.to_owned();
+        self.run(move |db| {
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let fires = tx
+                .prepare_cached("DELETE FROM routine_fires WHERE claimed_at < ?1")?
+                .execute(params![cutoff])?;
+            let jobs = tx
+                .prepare_cached(
+                    "DELETE FROM jobs WHERE ended_at < ?1
+                     AND id NOT IN (SELECT job_id FROM routine_fires WHERE job_id IS NOT NULL)",
+                )?
+                .execute(params![cutoff])?;
+            tx.commit()?;
+            Ok(u64::try_from(fires + jobs).unwrap_or(u64::MAX))
         })
         .await
     }

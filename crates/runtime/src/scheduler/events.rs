@@ -1,7 +1,9 @@
 //! Event triggers: routines that fire when an event of their kind, whose text matches their
 //! pattern, is committed to the history. The listener reads the history from where it left
-//! off (so a burst is not missed), fires each match once under the key `event:SEQ`, and
-//! holds a routine back during its `cooldown`. A routine's own events never trigger it.
+//! off (so a burst is not missed; the position is kept in the store across restarts), fires
+//! each match once under the key `event:SEQ`, and holds a routine back during its `cooldown`
+//! (at least `scheduler.min_interval`). What routines cause never triggers one, and an agent's
+//! routine sees only its own and its children's events.
 
 use super::plan::{Fire, rfc3339};
 use crate::error::RuntimeError;
@@ -79,27 +81,40 @@ impl Listener {
         }
     }
 
-    /// Fires every event routine for the events committed since the last look.
+    /// Fires every event routine for the events committed since the last look, up to the
+    /// history's end when the pass began (what these fires commit is for the next pass), and
+    /// records how far it read so a restart goes on from there.
     pub(super) async fn fire(
         &mut self,
         rt: &Runtime,
         now: DateTime<Utc>,
     ) -> Result<(), RuntimeError> {
+        let end = rt.store().last_event_seq().await?;
         if self.routines.is_empty() {
             // Nothing listens: skip what happened meanwhile.
-            self.after = rt.store().last_event_seq().await?;
-            return Ok(());
+            return self.advance(rt, end).await;
         }
-        loop {
-            let events = rt.store().events_after(self.after, None, BATCH).await?;
+        let mut scope = None;
+        while self.after < end {
+            let mut events = rt.store().events_after(self.after, None, BATCH).await?;
+            events.retain(|e| e.seq <= end);
             let Some(last) = events.last().map(|e| e.seq) else {
-                return Ok(());
+                break;
             };
             for event in &events {
-                self.dispatch(rt, event, now).await?;
+                self.dispatch(rt, event, now, &mut scope).await?;
             }
-            self.after = last;
+            self.advance(rt, last).await?;
         }
+        Ok(())
+    }
+
+    async fn advance(&mut self, rt: &Runtime, seq: u64) -> Result<(), RuntimeError> {
+        if seq != self.after {
+            self.after = seq;
+            rt.store().set_scheduler_cursor(seq).await?;
+        }
+        Ok(())
     }
 
     async fn dispatch(
@@ -107,12 +122,39 @@ impl Listener {
         rt: &Runtime,
         event: &StoredEvent,
         now: DateTime<Utc>,
+        scope: &mut Option<Vec<reef_store::AgentRecord>>,
     ) -> Result<(), RuntimeError> {
+        // What routines themselves cause (their messages, fires, runs' reports) never
+        // triggers a routine: no routine can feed itself or another in a loop that way.
+        let from = event.data["from"].as_str().unwrap_or_default();
+        if from.starts_with("routine:")
+            || from.starts_with("heartbeat")
+            || event.kind.starts_with("routine.")
+        {
+            return Ok(());
+        }
         let text = event.data.to_string();
         for (record, regex) in &mut self.routines {
             let Trigger::Event { event: kind, .. } = &record.spec.trigger else {
                 continue;
             };
+            // An agent's routine sees only its own and its children's events.
+            if let (Some(owner), reef_store::RoutineSource::Agent) = (&record.owner, record.source)
+            {
+                let agents = match scope {
+                    Some(agents) => agents,
+                    None => scope.insert(rt.store().list_agents().await?),
+                };
+                let visible = event.agent_id.as_ref().is_some_and(|id| {
+                    id == owner
+                        || agents
+                            .iter()
+                            .any(|a| &a.id == id && a.parent.as_ref() == Some(owner))
+                });
+                if !visible {
+                    continue;
+                }
+            }
             let own = event.data["routine"].as_str() == Some(record.name.as_str());
             let kind_matches = match kind.strip_suffix('*') {
                 Some(prefix) => event.kind.starts_with(prefix),
@@ -143,8 +185,9 @@ impl Listener {
                 ),
                 timed: false,
             };
-            super::fire_now(rt, record, fire).await?;
-            record.last_run_ms = Some(now.timestamp_millis());
+            if let reef_store::Claimed::Job { .. } = super::fire_now(rt, record, fire).await? {
+                record.last_run_ms = Some(now.timestamp_millis());
+            }
         }
         Ok(())
     }

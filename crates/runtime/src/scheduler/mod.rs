@@ -86,18 +86,25 @@ struct Index {
 }
 
 impl Index {
-    async fn load(rt: &Runtime) -> Result<Index, RuntimeError> {
+    async fn load(rt: &Runtime, now_ms: i64) -> Result<Index, RuntimeError> {
         let mut index = Index::default();
         for record in rt.store().list_routines().await? {
-            index.insert(record);
+            index.insert(record, now_ms);
         }
         Ok(index)
     }
 
     /// Adds an enabled timed routine.
-    fn insert(&mut self, record: RoutineRecord) {
+    fn insert(&mut self, mut record: RoutineRecord, now_ms: i64) {
         if !record.enabled || !record.spec.trigger.is_timed() {
             return;
+        }
+        // A watermark ahead of the clock means the clock was set back after running ahead:
+        // counting from it would silence the routine until then. The fires already claimed
+        // keep their identities, so none repeats.
+        if record.watermark_ms > now_ms + 60_000 {
+            tracing::warn!(routine = %record.name, "the routine's last fire is in the future; the clock was set back: counting from now");
+            record.watermark_ms = now_ms;
         }
         let cron_key = match &record.spec.trigger {
             reef_core::Trigger::Cron { expr, tz } => Some((expr.clone(), tz.clone())),
@@ -139,7 +146,7 @@ impl Index {
     }
 
     /// Replaces what is known of routine `name` with `record` (`None`: it is gone).
-    fn refresh(&mut self, name: &str, record: Option<RoutineRecord>) {
+    fn refresh(&mut self, name: &str, record: Option<RoutineRecord>, now_ms: i64) {
         if let Some(id) = self.ids.remove(name)
             && let Some(old) = self.entries.remove(&id)
             && let Some(ms) = old.next_ms
@@ -147,7 +154,7 @@ impl Index {
             self.queue.remove(&(ms, id));
         }
         if let Some(record) = record {
-            self.insert(record);
+            self.insert(record, now_ms);
         }
     }
 
@@ -242,7 +249,13 @@ pub(crate) async fn run(inner: Weak<Inner>, after_seq: u64) {
                     }
                     Ok(event) if events::wakes(&event) => break,
                     Ok(_) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        // A routine's change may be among what was missed.
+                        if let Ok(rt) = Runtime::from_weak(&inner) {
+                            rt.inner.scheduler.changed();
+                        }
+                        break;
+                    }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 },
             }
@@ -258,13 +271,13 @@ impl State {
         let started = *self.started.get_or_insert(now);
         let touched = std::mem::take(&mut *crate::kernel::lock(&handle.touched));
         if handle.dirty.swap(false, Ordering::SeqCst) || self.index.is_none() {
-            self.index = Some(Index::load(rt).await?);
+            self.index = Some(Index::load(rt, now.timestamp_millis()).await?);
             self.events.load(rt).await?;
         } else {
             for name in touched {
                 let record = rt.store().routine_by_name(&name).await?;
                 if let Some(index) = self.index.as_mut() {
-                    index.refresh(&name, record.clone());
+                    index.refresh(&name, record.clone(), now.timestamp_millis());
                 }
                 self.events.refresh(&name, record);
             }
@@ -311,7 +324,7 @@ impl State {
             for (fire, skip) in plan::sort_out(&entry.record, instants, started, now) {
                 let runs = skip.is_none();
                 let claim = plan::claim(rt, &entry.record, &fire, skip, planned).await?;
-                planned |= runs && !matches!(claim.effect, FireEffect::Skip { .. });
+                planned |= runs && !matches!(claim.claim.effect, FireEffect::Skip { .. });
                 claims.push(claim);
             }
         }
@@ -327,28 +340,47 @@ impl State {
     }
 }
 
-/// Claims fires in one transaction and wakes the agents that got a message.
+/// Claims fires in one transaction, wakes the agents that got a message, and cancels the
+/// runs a `replace` fire took over from.
 pub(crate) async fn claim_all(
     rt: &Runtime,
-    claims: Vec<reef_store::FireClaim>,
+    planned: Vec<plan::Planned>,
     now: DateTime<Utc>,
 ) -> Result<Vec<Claimed>, RuntimeError> {
-    if claims.is_empty() {
+    if planned.is_empty() {
         return Ok(Vec::new());
     }
-    let to: Vec<Option<reef_core::AgentId>> = claims
-        .iter()
-        .map(|c| match &c.effect {
+    let mut after = Vec::with_capacity(planned.len());
+    let mut claims = Vec::with_capacity(planned.len());
+    for p in planned {
+        let to = match &p.claim.effect {
             FireEffect::Deliver(letter) | FireEffect::Heartbeat(letter) => Some(letter.to.clone()),
             _ => None,
-        })
-        .collect();
+        };
+        after.push((
+            to,
+            p.replaces,
+            p.claim.routine_id.clone(),
+            p.claim.key.clone(),
+        ));
+        claims.push(p.claim);
+    }
     let claimed = rt
         .store()
         .claim_fires(claims, now.timestamp_millis())
         .await?;
-    for (agent, result) in to.iter().zip(&claimed) {
-        if let (Some(agent), Claimed::Job { .. }) = (agent, result) {
+    for ((to, replaces, routine, key), result) in after.iter().zip(&claimed) {
+        let Claimed::Job { job_id, .. } = result else {
+            continue;
+        };
+        if *replaces {
+            for old in rt.store().open_routine_jobs(routine, usize::MAX).await? {
+                if old < *job_id {
+                    plan::cancel(rt, old, &format!("replaced by the fire {key}")).await?;
+                }
+            }
+        }
+        if let Some(agent) = to {
             rt.wake(agent);
         }
     }

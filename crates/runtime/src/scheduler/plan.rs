@@ -7,7 +7,7 @@ use crate::kernel::Runtime;
 use chrono::{DateTime, SecondsFormat, Utc};
 use reef_core::{Action, CatchUp, Concurrency};
 use reef_schedule::MAX_NAP;
-use reef_store::{FireClaim, FireEffect, JobState, Letter, RoutineRecord};
+use reef_store::{ClaimGuard, FireClaim, FireEffect, JobState, Letter, RoutineRecord};
 
 /// A fire older than this when the scheduler looks counts as missed (the clock jumped, or
 /// the machine slept): one nap and a margin.
@@ -77,22 +77,51 @@ pub(crate) fn sort_out(
     out
 }
 
+/// A fire ready to claim, and whether a run it starts replaces those going.
+pub(crate) struct Planned {
+    pub claim: FireClaim,
+    /// `concurrency = "replace"`: once this fire's job exists, the routine's older open jobs
+    /// are cancelled.
+    pub replaces: bool,
+}
+
 /// The claim for `fire`. A fire that is run while another run of the routine is going
-/// follows `concurrency`. Fires after the first of one pass (missed fires caught up with
+/// follows `concurrency`, decided in the claim's own transaction (`skip`) or after it commits
+/// (`replace`). Fires after the first of one pass (missed fires caught up with
 /// `catch_up = "all"`) run one after another whatever `concurrency` says: they were asked for.
+/// A webhook or event fire within `cooldown` of the last run is skipped, in the transaction.
 pub(crate) async fn claim(
     rt: &Runtime,
     record: &RoutineRecord,
     fire: &Fire,
     skip: Option<String>,
     later_in_pass: bool,
-) -> Result<FireClaim, RuntimeError> {
-    let claim = |effect| FireClaim {
-        routine_id: record.id.clone(),
-        key: fire.key.clone(),
-        scheduled_ms: fire.at.timestamp_millis(),
-        advance_watermark: fire.timed,
-        effect,
+) -> Result<Planned, RuntimeError> {
+    let concurrency = record.spec.guardrails.concurrency;
+    let cooldown_ms = if fire.timed {
+        0
+    } else {
+        i64::try_from(record.spec.guardrails.cooldown_secs)
+            .unwrap_or(i64::MAX / 1000)
+            .saturating_mul(1000)
+    };
+    let claim = |effect| Planned {
+        claim: FireClaim {
+            routine_id: record.id.clone(),
+            key: fire.key.clone(),
+            scheduled_ms: fire.at.timestamp_millis(),
+            advance_watermark: fire.timed,
+            guard: ClaimGuard {
+                skip_if_running: concurrency == Concurrency::Skip && !later_in_pass,
+                cooldown_ms: if fire.key.starts_with("manual:") {
+                    0
+                } else {
+                    cooldown_ms
+                },
+            },
+            effect,
+        },
+        replaces: concurrency == Concurrency::Replace && !later_in_pass,
     };
     if let Some(reason) = skip {
         return Ok(claim(FireEffect::Skip { reason }));
@@ -102,53 +131,23 @@ pub(crate) async fn claim(
             reason: "the routine is disabled".into(),
         }));
     }
-    // A webhook routine runs at most once per `cooldown` (event routines pass over events
-    // meanwhile without recording them).
-    let cooldown = record.spec.guardrails.cooldown_secs;
-    if fire.key.starts_with("hook:")
-        && cooldown > 0
-        && let Some(last) = record.last_run_ms
-        && fire.at.timestamp_millis()
-            < last.saturating_add(
-                i64::try_from(cooldown)
-                    .unwrap_or(i64::MAX / 1000)
-                    .saturating_mul(1000),
-            )
-    {
-        return Ok(claim(FireEffect::Skip {
-            reason: format!(
-                "cooling down (cooldown {})",
-                reef_schedule::format_duration(std::time::Duration::from_secs(cooldown))
-            ),
-        }));
-    }
     if let Some(reason) = day_budget_spent(rt, record).await? {
         return Ok(claim(FireEffect::Skip { reason }));
     }
-    // An agent's routines fire only while it runs (paused, stopped or out of budget: not).
-    if let (Some(owner), reef_store::RoutineSource::Agent) = (&record.owner, record.source)
-        && let Some(agent) = rt.store().get_agent(owner).await?
-        && agent.state != reef_core::AgentState::Running
-    {
-        return Ok(claim(FireEffect::Skip {
-            reason: format!("its owner {} is {}", agent.name, agent.state.as_str()),
-        }));
-    }
-    match (record.spec.guardrails.concurrency, later_in_pass) {
-        (_, true) | (Concurrency::Queue, false) => {}
-        (Concurrency::Skip, false) => {
-            if let Some(first) = rt.store().open_routine_jobs(&record.id, 1).await?.first() {
-                return Ok(claim(FireEffect::Skip {
-                    reason: format!(
-                        "job {first} of this routine is still going (concurrency = skip)"
-                    ),
-                }));
-            }
+    // An agent's routines fire only while it runs (paused, stopped or out of budget: not),
+    // within its budget, and only at it or its children.
+    let owner = match (&record.owner, record.source) {
+        (Some(owner), reef_store::RoutineSource::Agent) => rt.store().get_agent(owner).await?,
+        _ => None,
+    };
+    if let Some(owner) = &owner {
+        if owner.state != reef_core::AgentState::Running {
+            return Ok(claim(FireEffect::Skip {
+                reason: format!("its owner {} is {}", owner.name, owner.state.as_str()),
+            }));
         }
-        (Concurrency::Replace, false) => {
-            for id in rt.store().open_routine_jobs(&record.id, usize::MAX).await? {
-                cancel(rt, id, &format!("replaced by the fire {}", fire.cause)).await?;
-            }
+        if let Some(reason) = owner_budget_spent(rt, record, owner).await? {
+            return Ok(claim(FireEffect::Skip { reason }));
         }
     }
     let effect = match &record.spec.action {
@@ -159,6 +158,16 @@ pub(crate) async fn claim(
             Some(found) if found.state.is_final() => FireEffect::Fail {
                 reason: format!("agent `{agent}` is {}", found.state.as_str()),
             },
+            // The name may belong to another agent now than when the routine was made.
+            Some(found)
+                if owner
+                    .as_ref()
+                    .is_some_and(|o| found.id != o.id && found.parent.as_ref() != Some(&o.id)) =>
+            {
+                FireEffect::Fail {
+                    reason: format!("agent `{agent}` is no longer the owner's or its child's"),
+                }
+            }
             Some(found) => FireEffect::Deliver(Letter {
                 to: found.id,
                 sender: format!("routine:{}", record.name),
@@ -196,6 +205,42 @@ pub(crate) async fn claim(
         }
     };
     Ok(claim(effect))
+}
+
+/// Why an agent's routine may not run: the owner's life budget, counting what its routine
+/// runs have used, is spent.
+async fn owner_budget_spent(
+    rt: &Runtime,
+    record: &RoutineRecord,
+    owner: &reef_store::AgentRecord,
+) -> Result<Option<String>, RuntimeError> {
+    let (limit_tokens, limit_cost) = (owner.budget.tokens, owner.budget.cost_micros);
+    if limit_tokens.is_none() && limit_cost.is_none() {
+        return Ok(None);
+    }
+    let (own, own_cost) = rt.store().agent_usage(&owner.id).await?;
+    let (runs, runs_cost) = rt.store().routine_spend_since(&record.id, "").await?;
+    let tokens = own.input_tokens + own.output_tokens + runs;
+    let cost = own_cost + runs_cost;
+    if let Some(limit) = limit_tokens
+        && tokens >= limit
+    {
+        return Ok(Some(format!(
+            "its owner {} has used {tokens} of its {limit} tokens, its routine's runs included",
+            owner.name
+        )));
+    }
+    if let Some(limit) = limit_cost
+        && cost >= limit
+    {
+        return Ok(Some(format!(
+            "its owner {} has spent ${:.4} of its ${:.4}, its routine's runs included",
+            owner.name,
+            cost as f64 / 1e6,
+            limit as f64 / 1e6
+        )));
+    }
+    Ok(None)
 }
 
 /// Why the routine may not run again today (UTC), if its day's tokens or money are spent.

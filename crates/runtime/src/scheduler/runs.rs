@@ -24,7 +24,16 @@ pub(super) async fn advance(
     let mut busy: HashSet<String> = HashSet::new();
     for job in open.iter().filter(|j| j.state == JobState::Running) {
         match job.deadline_ms {
-            Some(deadline) if deadline <= now_ms => time_out(rt, job).await?,
+            // A deadline further than any timeout allows is a clock set back: overdue too.
+            Some(deadline)
+                if deadline <= now_ms
+                    || deadline
+                        > now_ms.saturating_add(
+                            i64::try_from(reef_schedule::MAX_TIMEOUT_SECS * 1000).unwrap_or(0),
+                        ) =>
+            {
+                time_out(rt, job).await?
+            }
             Some(deadline) => {
                 next = earliest(next, DateTime::from_timestamp_millis(deadline));
                 busy.extend(job.routine_id.clone());
@@ -110,7 +119,11 @@ async fn start(
         Ok(spawned) => spawned.agent,
         // Spawned before a crash, not started: take it up.
         Err(RuntimeError::Conflict(why)) => match rt.store().agent_by_name(&name).await? {
-            Some(found) if found.ephemeral && found.template == *template => found,
+            Some(found)
+                if found.ephemeral && found.template == *template && !found.state.is_final() =>
+            {
+                found
+            }
             _ => {
                 rt.store().end_job(job.id, fail(why)).await?;
                 rt.bus().poke();
@@ -138,8 +151,13 @@ async fn start(
     } else {
         format!("run at {}", rfc3339(now))
     };
-    let deadline =
-        now + chrono::Duration::seconds(i64::try_from(*timeout_secs).unwrap_or(i64::MAX / 2_000));
+    // At most seven days (checked when the routine was made; capped again here).
+    let timeout = (*timeout_secs).min(reef_schedule::MAX_TIMEOUT_SECS);
+    let deadline = now
+        .checked_add_signed(chrono::Duration::seconds(
+            i64::try_from(timeout).unwrap_or(0),
+        ))
+        .unwrap_or(now);
     let letter = Letter {
         to: agent.id.clone(),
         sender: format!("routine:{}", routine.name),

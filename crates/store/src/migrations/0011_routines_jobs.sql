@@ -39,6 +39,10 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_open ON jobs (routine_id, id) WHERE state IN ('pending', 'running');
 CREATE INDEX jobs_to_advance ON jobs (id)
     WHERE state = 'pending' OR (state = 'running' AND deadline_ms IS NOT NULL);
+CREATE INDEX jobs_running ON jobs (started_at) WHERE state = 'running';
+CREATE INDEX jobs_agent ON jobs (agent_id) WHERE state IN ('pending', 'running');
+CREATE INDEX jobs_agent_name ON jobs (agent_name, id);
+CREATE INDEX jobs_ended ON jobs (ended_at) WHERE ended_at IS NOT NULL;
 CREATE INDEX jobs_inbox ON jobs (inbox_id) WHERE inbox_id IS NOT NULL;
 CREATE INDEX jobs_routine ON jobs (routine_id, id);
 
@@ -53,3 +57,11 @@ CREATE TABLE routine_fires (
     PRIMARY KEY (routine_id, fire_key)
 );
 CREATE INDEX routine_fires_time ON routine_fires (routine_id, scheduled_ms);
+CREATE INDEX routine_fires_claimed ON routine_fires (claimed_at);
+
+-- Where the scheduler's event listener has read the history up to, so events committed
+-- before a restart still fire their routines.
+CREATE TABLE scheduler_cursor (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    seq   INTEGER NOT NULL
+);

@@ -46,6 +46,7 @@ fn deliver(routine_id: &str, at: i64, to: &AgentId) -> FireClaim {
         key: format!("at:{at}"),
         scheduled_ms: at,
         advance_watermark: true,
+        guard: reef_store::ClaimGuard::default(),
         effect: FireEffect::Deliver(Letter {
             to: to.clone(),
             sender: "routine:tick".into(),
