@@ -249,3 +249,16 @@ fn a_webhook_routine_takes_its_hooks_route() {
         assert!(err.contains(key) && err.contains(message), "{toml}\n{err}");
     }
 }
+
+#[test]
+fn a_cron_that_fires_more_often_than_the_minimum_is_refused() {
+    let err =
+        load("[routines.r]\ncron = \"* * * * * *\"\nagent = \"a\"\nmessage = \"m\"\n").unwrap_err();
+    assert!(
+        err.contains("routines.r.cron")
+            && err.contains("fires 1s apart, more often than scheduler.min_interval (1m)"),
+        "{err}"
+    );
+    // Every minute is the minimum itself: accepted.
+    load("[routines.r]\ncron = \"* * * * *\"\nagent = \"a\"\nmessage = \"m\"\n").unwrap();
+}

@@ -774,3 +774,131 @@ async fn a_day_budget_spent_skips_the_next_runs() {
     );
     d.runtime.shutdown().await;
 }
+
+/// Waits until the scheduler's event listener has read the history up to its current end.
+async fn listener_caught_up(rt: &Runtime) {
+    let end = rt.store().last_event_seq().await.unwrap();
+    for _ in 0..3000 {
+        if rt.store().scheduler_cursor().await.unwrap().unwrap_or(0) >= end {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the event listener never read up to {end}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_routine_fires_once_per_event_and_never_on_what_routines_cause() {
+    let d = crate::daemon::daemon(
+        Arc::new(|_: &RecordedRequest| MockReply::text("seen")),
+        "[scheduler]\nmin_interval = \"1s\"\n",
+    )
+    .await;
+    let rt = &d.runtime;
+    rt.spawn_agent(spawn("dev", "worker"), None).await.unwrap();
+    rt.spawn_agent(spawn("ops", "worker"), None).await.unwrap();
+    let spec = RoutineSpec {
+        trigger: Trigger::Event {
+            event: "message.delivered".into(),
+            pattern: Some("deploy".into()),
+        },
+        action: Action::Message {
+            agent: "ops".into(),
+            text: "look at the deploy".into(),
+        },
+        guardrails: Guardrails {
+            cooldown_secs: 1,
+            ..Guardrails::default()
+        },
+    };
+    create(rt, "watch", spec).await;
+    rt.send_message(
+        "dev",
+        reef_runtime::Sender::Operator,
+        "deploy done",
+        "d1",
+        None,
+    )
+    .await
+    .unwrap();
+    wait_for(rt, "ops to answer", |e| {
+        e.iter()
+            .any(|e| e.kind == "turn.ended" && e.data["from"] == "routine:watch")
+    })
+    .await;
+    listener_caught_up(rt).await;
+    // The message to ops says "deploy" too, but a routine's own message triggers nothing.
+    let history = rt.routine_history("watch", 10).await.unwrap();
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert!(history[0].key.starts_with("event:"));
+    let asked = d.mock.requests();
+    let told = asked
+        .iter()
+        .find(|r| r.agent() == "ops")
+        .and_then(|r| r.last_user_text())
+        .unwrap();
+    assert!(
+        told.contains("[routine watch, event message.delivered #"),
+        "{told}"
+    );
+    assert!(
+        told.contains("deploy done") && told.ends_with("] look at the deploy"),
+        "{told}"
+    );
+    // A cooldown shorter than scheduler.min_interval is refused.
+    let fast = RoutineSpec {
+        trigger: Trigger::Event {
+            event: "agent.*".into(),
+            pattern: None,
+        },
+        action: Action::Message {
+            agent: "ops".into(),
+            text: "x".into(),
+        },
+        guardrails: Guardrails::default(),
+    };
+    let err = rt
+        .create_routine(
+            RoutineRequest {
+                name: "fast".into(),
+                spec: fast,
+                enabled: true,
+            },
+            None,
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("cooldown: an event routine waits at least"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_agent_ends_fails_and_counts() {
+    let start = utc("2026-11-23T20:00:00Z");
+    let clock = ManualClock::new(start);
+    let d = quiet_daemon(&clock).await;
+    let rt = &d.runtime;
+    rt.spawn_agent(spawn("slow", "worker"), None).await.unwrap();
+    rt.pause_agent("slow", "test").await.unwrap();
+    create(rt, "nudge", every_minute("slow", CatchUp::Skip, 1)).await;
+    clock.advance_to(start + Duration::minutes(1)).await;
+    let running = rt.list_jobs(Some(JobState::Running), 10).await.unwrap();
+    assert_eq!(running.len(), 1);
+    // The agent is stopped with the routine's message still waiting: the run fails.
+    rt.stop_agent("slow", "test").await.unwrap();
+    let job = rt.job(running[0].id).await.unwrap();
+    assert_eq!(job.state, JobState::Failed);
+    assert!(
+        job.reason
+            .as_deref()
+            .unwrap()
+            .contains("agent slow is terminated"),
+        "{job:?}"
+    );
+    let routine = rt.routine("nudge").await.unwrap().record;
+    assert_eq!(routine.failures, 1);
+    d.runtime.shutdown().await;
+}
