@@ -18,6 +18,7 @@ mod kernel;
 mod messaging;
 pub mod operator;
 mod questions;
+mod reconcile;
 mod routine_tools;
 mod routines;
 mod scheduler;

@@ -335,11 +335,6 @@ impl Store {
         .await
     }
 
-    /// Jobs that have not ended, oldest first.
-    pub async fn open_jobs(&self) -> Result<Vec<JobRecord>, StoreError> {
-        self.open_jobs_where("?1 IS NULL", None).await
-    }
-
     /// The ids of one routine's jobs that have not ended, oldest first, at most `limit`.
     pub async fn open_routine_jobs(
         &self,
@@ -383,46 +378,6 @@ impl Store {
             ))?;
             let rows = stmt.query_map(params![param], job_from_row)?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
-        })
-        .await
-    }
-
-    /// Moves a pending job to running with the agent and inbox message doing its work.
-    pub async fn start_job(
-        &self,
-        id: u64,
-        agent_id: Option<String>,
-        agent_name: Option<String>,
-        inbox_id: Option<u64>,
-    ) -> Result<JobRecord, StoreError> {
-        self.run(move |db| {
-            let tx = db
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let now = db.clock.now();
-            let job = job_in(&tx, id)?.ok_or_else(|| StoreError::NotFound(format!("job {id}")))?;
-            if !job.state.can_become(JobState::Running) {
-                return Err(StoreError::Conflict(format!(
-                    "job {id} is {}, it cannot start",
-                    job.state.as_str()
-                )));
-            }
-            tx.prepare_cached(
-                "UPDATE jobs SET state = 'running', started_at = ?1, progress_at = ?1,
-                        agent_id = COALESCE(?2, agent_id), agent_name = COALESCE(?3, agent_name),
-                        inbox_id = COALESCE(?4, inbox_id)
-                 WHERE id = ?5",
-            )?
-            .execute(params![
-                now,
-                agent_id,
-                agent_name,
-                inbox_id.map(to_sql_int),
-                to_sql_int(id)
-            ])?;
-            let job = job_in(&tx, id)?.ok_or_else(|| StoreError::NotFound(format!("job {id}")))?;
-            tx.commit()?;
-            Ok(job)
         })
         .await
     }

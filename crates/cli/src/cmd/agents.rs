@@ -1,32 +1,16 @@
 //! Client commands of the daemon: `reef agent …`, `send`, `questions`, `answer`, `approve`,
 //! `deny`. Each prints a short human line or, with `--json`, the daemon's JSON.
 
-use crate::cmd::client::{Client, segment};
+use crate::cmd::client::{field as s, for_home as client, print_json, segment};
 use crate::daemon_args::{
     AgentCommand, AnswerArgs, ApproveArgs, DenyArgs, QuestionsArgs, SendArgs,
 };
 use crate::exit::{self, Exit};
-use crate::home;
 use crate::render::{clip, compaction_line};
 use anyhow::Context as _;
 use reef_core::CompactionStrategy;
 use serde_json::{Value, json};
 use std::time::Duration;
-
-fn client(overrides: &[String]) -> anyhow::Result<Client> {
-    Client::connect(&home::load_config(overrides)?)
-}
-
-fn print_json(value: &Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-    );
-}
-
-fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("-")
-}
 
 fn agent_line(a: &Value) -> String {
     format!(

@@ -126,6 +126,24 @@ impl Client {
     }
 }
 
+/// A client of the daemon of the home the configuration (with `overrides`) names.
+pub fn for_home(overrides: &[String]) -> anyhow::Result<Client> {
+    Client::connect(&crate::home::load_config(overrides)?)
+}
+
+/// The daemon's JSON, pretty-printed on stdout.
+pub fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+    );
+}
+
+/// A string field of the daemon's JSON, `-` when it is absent.
+pub fn field<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("-")
+}
+
 /// A path segment with the characters a URL path cannot carry escaped (`#` in room names).
 pub fn segment(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

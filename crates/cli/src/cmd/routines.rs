@@ -1,26 +1,10 @@
 //! `reef routine …` and `reef job …`: clients of `/v1/routines` and `/v1/jobs`. Each prints
 //! short human lines or, with `--json`, the daemon's JSON.
 
-use crate::cmd::client::{Client, segment};
+use crate::cmd::client::{field as s, for_home as client, print_json, segment};
 use crate::exit;
-use crate::home;
 use crate::routine_args::{JobCommand, RoutineCommand};
 use serde_json::Value;
-
-fn client(overrides: &[String]) -> anyhow::Result<Client> {
-    Client::connect(&home::load_config(overrides)?)
-}
-
-fn print_json(value: &Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-    );
-}
-
-fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("-")
-}
 
 /// `every 2s`, `cron 0 9 * * MON-FRI (Europe/Berlin)`, `event agent.* ~ failed`, …
 pub fn trigger_text(trigger: &Value) -> String {

@@ -242,5 +242,16 @@ async fn a_fire_for_an_agent_that_is_gone_fails_and_counts() {
             .unwrap(),
         None
     );
-    assert!(store.start_job(*job_id, None, None, None).await.is_err());
+    let task = Letter {
+        to: AgentId::from("agt_ghost"),
+        sender: "routine:tick".into(),
+        body: "late".into(),
+        dedup_key: "late".into(),
+        request_id: None,
+    };
+    let err = store
+        .start_job_with_task(*job_id, task, 0)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("cannot start"), "{err}");
 }
