@@ -15,6 +15,7 @@ pub(crate) struct HeartbeatToml {
     pub tz: Option<String>,
     pub agents: Option<Vec<String>>,
     pub templates: Option<Vec<String>>,
+    pub channel: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -35,6 +36,9 @@ pub struct HeartbeatConfig {
     pub agents: Vec<String>,
     /// Templates whose agents get one. With neither list, every agent does.
     pub templates: Vec<String>,
+    /// The `[channels.NAME]` whose control room hears findings of agents with no parent;
+    /// `None` is every channel's.
+    pub channel: Option<String>,
 }
 
 impl HeartbeatConfig {
@@ -100,6 +104,7 @@ pub(crate) fn resolve_jobs(
 pub(crate) fn resolve(
     raw: Option<HeartbeatToml>,
     min_interval: Duration,
+    channels: &[&str],
     origin_of: &dyn Fn(&str) -> String,
 ) -> Result<Option<HeartbeatConfig>, ConfigError> {
     let Some(raw) = raw else {
@@ -137,11 +142,20 @@ pub(crate) fn resolve(
             .to_owned(),
         None => system_zone().name().to_owned(),
     };
+    if let Some(channel) = &raw.channel
+        && !channels.contains(&channel.as_str())
+    {
+        return Err(invalid(
+            "channel",
+            format!("names `{channel}`, but no [channels.{channel}] is defined"),
+        ));
+    }
     Ok(Some(HeartbeatConfig {
         every,
         active_hours: raw.active_hours,
         tz,
         agents: raw.agents.unwrap_or_default(),
         templates: raw.templates.unwrap_or_default(),
+        channel: raw.channel,
     }))
 }

@@ -242,8 +242,13 @@ impl Config {
                 });
             }
         }
-        let heartbeat =
-            crate::heartbeat::resolve(parsed.heartbeat, scheduler.min_interval, &origin_of)?;
+        let channel_names: Vec<&str> = channels.keys().map(String::as_str).collect();
+        let heartbeat = crate::heartbeat::resolve(
+            parsed.heartbeat,
+            scheduler.min_interval,
+            &channel_names,
+            &origin_of,
+        )?;
         let jobs = crate::heartbeat::resolve_jobs(parsed.jobs.unwrap_or_default(), &origin_of)?;
         let agent =
             crate::agent::resolve(parsed.agent.unwrap_or_default(), &providers, &origin_of)?;

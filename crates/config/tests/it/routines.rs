@@ -199,6 +199,11 @@ fn heartbeat_and_jobs_have_defaults_and_checked_values() {
             "\"8-22\" is not a window like \"08:00-22:00\"",
         ),
         (
+            "[heartbeat]\nevery = \"1h\"\nchannel = \"nope\"\n",
+            "heartbeat.channel",
+            "no [channels.nope] is defined",
+        ),
+        (
             "[jobs]\nstuck_after = \"soon\"\n",
             "jobs.stuck_after",
             "expected a number",

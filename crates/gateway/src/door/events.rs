@@ -176,10 +176,21 @@ impl Door<'_> {
                     text("reason")
                 ),
             ),
-            "heartbeat.alert" if d["to"] == "#control" => (
-                self.layout.control.clone(),
-                format!("{} (heartbeat): {}", text("agent"), text("text")),
-            ),
+            "heartbeat.alert"
+                if d["to"] == "#control"
+                    && self
+                        .rt
+                        .config()
+                        .heartbeat
+                        .as_ref()
+                        .and_then(|h| h.channel.as_deref())
+                        .is_none_or(|c| c == self.layout.name) =>
+            {
+                (
+                    self.layout.control.clone(),
+                    format!("{} (heartbeat): {}", text("agent"), text("text")),
+                )
+            }
             _ => return Ok(()),
         };
         self.say(Speaker::Overseer, Conversation::Room(room), &line)
