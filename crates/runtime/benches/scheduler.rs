@@ -67,6 +67,8 @@ fn ms(d: Duration) -> f64 {
 async fn daemon(dir: &std::path::Path) -> Runtime {
     let home = dir.join(".reef");
     std::fs::create_dir_all(&home).unwrap();
+    // No tool runs here (the one agent is paused): the sandbox's start-up self-test would only
+    // add its process to the measurement.
     std::fs::write(
         home.join("reef.toml"),
         "[sandbox]\nbackend = \"none\"\n[scheduler]\nmin_interval = \"1s\"\n",

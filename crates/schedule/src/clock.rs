@@ -17,6 +17,10 @@ pub trait Clock: Send + Sync + std::fmt::Debug + 'static {
     fn now(&self) -> DateTime<Utc>;
     /// Returns at `deadline` or earlier; callers read `now()` again and decide.
     async fn sleep_until(&self, deadline: DateTime<Utc>);
+
+    /// The sleeper is about to be woken by something else than the clock (work arrived): a
+    /// clock moved by hand must not take it for idle until it sleeps again.
+    fn waking(&self) {}
 }
 
 /// The machine's clock.
@@ -106,6 +110,10 @@ impl Drop for Unpark<'_> {
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         self.hands.borrow().now
+    }
+
+    fn waking(&self) {
+        self.hands.send_modify(|h| h.parked = None);
     }
 
     async fn sleep_until(&self, deadline: DateTime<Utc>) {

@@ -13,6 +13,7 @@ mod compactions;
 mod error;
 mod events;
 mod fingerprints;
+mod fires;
 mod hooks;
 mod inbox;
 mod jobs;
@@ -37,6 +38,7 @@ pub use clock::{start_of_today, timestamp_ago, unix_now};
 pub use compactions::{CompactionRecord, NewCompaction};
 pub use error::StoreError;
 pub use events::StoredEvent;
+pub use fires::{ClaimGuard, Claimed, FireClaim, FireEffect, FireRecord};
 pub use inbox::{Delivery, InboxMessage, InboxStatus, Letter};
 pub use jobs::{JOB_STATES, JobEnd, JobKind, JobRecord, JobState, REPORT_ROOM};
 pub use memory::{
@@ -50,10 +52,7 @@ pub use records::{
     CostRow, NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage, UsageRecord,
 };
 pub use rooms::RoomRecord;
-pub use routines::{
-    ClaimGuard, Claimed, FireClaim, FireEffect, FireRecord, NewRoutine, PutOutcome, RoutineRecord,
-    RoutineSource,
-};
+pub use routines::{NewRoutine, PutOutcome, RoutineRecord, RoutineSource};
 pub use store::Store;
 pub use transcripts::SessionHit;
 pub use vectors::{VectorCoverage, VectorQuery, dot};

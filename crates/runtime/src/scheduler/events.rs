@@ -29,10 +29,11 @@ pub(super) struct Listener {
     routines: Vec<(RoutineRecord, Option<regex::Regex>)>,
 }
 
-/// Whether a live event should wake the scheduler: a run ended (a queued run may start), or
-/// anything an event routine could be waiting for.
-pub(super) fn wakes(event: &StoredEvent) -> bool {
-    !matches!(event.kind.as_str(), "routine.fired" | "message.delivered")
+/// Whether a live event should wake the scheduler: a run ended (a queued run may start), or,
+/// while an event routine listens, anything it could be waiting for. Without event routines
+/// the agents' busy traffic costs the scheduler nothing.
+pub(super) fn wakes(event: &StoredEvent, listening: bool) -> bool {
+    event.kind == "job.ended" || (listening && event.kind != "routine.fired")
 }
 
 /// Whether an event changed a routine behind the scheduler's back (a run's failure
@@ -109,12 +110,21 @@ impl Listener {
         Ok(())
     }
 
+    /// Moves the read position to `seq`; it is written to the store only while event routines
+    /// listen (a restart then goes on from it; with none listening, there is nothing to miss).
     async fn advance(&mut self, rt: &Runtime, seq: u64) -> Result<(), RuntimeError> {
         if seq != self.after {
             self.after = seq;
-            rt.store().set_scheduler_cursor(seq).await?;
+            if self.listening() {
+                rt.store().set_scheduler_cursor(seq).await?;
+            }
         }
         Ok(())
+    }
+
+    /// Whether any event routine listens.
+    pub(super) fn listening(&self) -> bool {
+        !self.routines.is_empty()
     }
 
     async fn dispatch(

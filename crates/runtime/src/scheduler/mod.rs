@@ -53,6 +53,7 @@ impl Handle {
     /// Routine `name` was created, changed, enabled, disabled or deleted: read it again.
     pub(crate) fn changed_routine(&self, name: &str) {
         crate::kernel::lock(&self.touched).push(name.to_owned());
+        self.clock.waking();
         self.wake.notify_one();
     }
 
@@ -60,11 +61,13 @@ impl Handle {
     /// read them all again.
     pub(crate) fn changed(&self) {
         self.dirty.store(true, Ordering::SeqCst);
+        self.clock.waking();
         self.wake.notify_one();
     }
 
     /// Something finished (a run) or arrived: look again.
     pub(crate) fn poke(&self) {
+        self.clock.waking();
         self.wake.notify_one();
     }
 }
@@ -103,6 +106,7 @@ pub(crate) async fn run(inner: Weak<Inner>, after_seq: u64) {
             }
         };
         drop(rt);
+        let listening = state.events.listening();
         let sleep = clock.sleep_until(deadline);
         tokio::pin!(sleep);
         loop {
@@ -124,7 +128,7 @@ pub(crate) async fn run(inner: Weak<Inner>, after_seq: u64) {
                             rt.wake(&parent.id);
                         }
                     }
-                    Ok(event) if events::wakes(&event) => break,
+                    Ok(event) if events::wakes(&event, listening) => break,
                     Ok(_) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         // A routine's change may be among what was missed.
