@@ -129,6 +129,7 @@ async fn execute(session: &Session, call: &ToolCall) -> ToolOutput {
         workspace: session.opts.workspace.clone(),
         session_id: session.id.clone(),
         call_id: call.id.clone(),
+        read_only: session.skill_folders(),
     };
     let mut output = spawn_tool(tool, ctx, args).await;
     // Before anything stores, saves or sends it: no secret value a call used survives.

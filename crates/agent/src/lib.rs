@@ -16,6 +16,7 @@ mod meter;
 mod prompt;
 mod session;
 mod setup;
+mod skills;
 mod small;
 mod textcalls;
 mod turn;
@@ -32,6 +33,6 @@ pub use session::{ModelResolver, Session, SessionOptions};
 pub use setup::{
     DISABLED_WARNING, add_memory_tools, builtin_registry, builtin_tools, default_model,
     fallback_warning, memory, model_client, policy_from_config, prices, provider_settings,
-    sandbox_policy, session_options,
+    sandbox_policy, session_options, skill_set,
 };
 pub use textcalls::parse_text_tool_calls;

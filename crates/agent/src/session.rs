@@ -111,6 +111,8 @@ pub struct Session {
     /// The optional programs the small profile's recipes may name, looked for the first time
     /// a small model is offered tools (never for the standard profile).
     pub(crate) programs: std::sync::OnceLock<small::Programs>,
+    /// Skills, found again at the start of every turn.
+    pub(crate) skills: Option<crate::skills::SessionSkills>,
 }
 
 impl Session {
@@ -160,6 +162,7 @@ impl Session {
             debugger: None,
             pauses: PauseClock::default(),
             programs: std::sync::OnceLock::new(),
+            skills: None,
         }
     }
 
@@ -370,6 +373,10 @@ impl Session {
             &names,
             small,
         );
+        if let Some(skills) = self.skills_prompt(&names) {
+            system.push_str("\n\n");
+            system.push_str(skills);
+        }
         let notes = prompt::notes(&self.opts.workspace, self.opts.notes_max_chars)
             .filter(|_| !small || prompt::has_notes(&self.opts.workspace));
         if let Some(notes) = notes {

@@ -162,6 +162,34 @@ pub fn builtin_registry(config: &Config, policy: SandboxPolicy) -> ToolRegistry 
     reef_tools::builtin_registry(sandbox, tools)
 }
 
+/// The skills of an agent: those `select` names (patterns; empty: all) from reef's home and
+/// its workspace, their tools run in a sandbox with `policy` and narrowed to `capabilities`.
+/// `None` when `[skills] enabled = false`.
+pub fn skill_set(
+    config: &Config,
+    policy: SandboxPolicy,
+    select: Vec<String>,
+    capabilities: reef_core::Capabilities,
+) -> Option<Arc<reef_skills::SkillSet>> {
+    let s = &config.skills;
+    if !s.enabled {
+        return None;
+    }
+    let settings = reef_skills::SkillSettings {
+        prompt_max_chars: s.prompt_max_chars,
+        timeout_secs: s.timeout_secs,
+        max_output_chars: config.tools.max_shell_output_chars,
+    };
+    let set = reef_skills::SkillSet::new(
+        config.home.clone(),
+        select,
+        settings,
+        Arc::new(Sandbox::new(policy)),
+    )
+    .with_capabilities(capabilities);
+    Some(Arc::new(set))
+}
+
 /// Session options from `[agent]`, working in `workspace`.
 pub fn session_options(config: &Config, workspace: PathBuf) -> SessionOptions {
     SessionOptions {

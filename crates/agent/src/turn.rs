@@ -30,6 +30,7 @@ impl Session {
         };
         self.turn = TurnState::default();
         self.pauses.reset();
+        self.refresh_skills().await;
         emitter.emit(EventMsg::TurnStarted {
             session_id: self.id.clone(),
         });

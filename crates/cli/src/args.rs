@@ -91,6 +91,12 @@ pub enum Command {
         #[command(subcommand)]
         command: ModelsCommand,
     },
+    /// Skills: list what agents get and why, show one, install from a folder or a git
+    /// registry, update with a diff, verify installed skills against skills.lock.
+    Skills {
+        #[command(subcommand)]
+        command: crate::skill_args::SkillsCommand,
+    },
     /// Long-term memory: add, search, list, forget, import a folder of notes.
     Memory {
         #[command(subcommand)]

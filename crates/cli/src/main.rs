@@ -12,6 +12,7 @@ mod exit;
 mod home;
 mod render;
 mod routine_args;
+mod skill_args;
 
 use clap::Parser;
 use std::ffi::OsStr;

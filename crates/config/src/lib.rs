@@ -22,6 +22,7 @@ mod sampling;
 mod sandbox;
 mod secret;
 mod secrets;
+mod skills;
 mod trust;
 mod windows;
 
@@ -48,6 +49,7 @@ pub use sandbox::{
 };
 pub use secret::Secret;
 pub use secrets::read_secret;
+pub use skills::SkillsConfig;
 pub use trust::{TRUST_FILE, TrustStatus, Trusted, TrustedFile, trust, trusted_files, untrust};
 pub use windows::default_context_tokens;
 

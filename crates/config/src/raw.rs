@@ -32,6 +32,7 @@ pub(crate) struct ConfigToml {
     pub scheduler: Option<crate::routines::SchedulerToml>,
     pub heartbeat: Option<crate::heartbeat::HeartbeatToml>,
     pub jobs: Option<crate::heartbeat::JobsToml>,
+    pub skills: Option<crate::skills::SkillsToml>,
     #[serde(default)]
     pub routines: BTreeMap<String, crate::routines::RoutineFields>,
 }

@@ -112,6 +112,8 @@ pub struct Config {
     pub heartbeat: Option<crate::heartbeat::HeartbeatConfig>,
     /// `[jobs]`.
     pub jobs: crate::heartbeat::JobsConfig,
+    /// `[skills]`.
+    pub skills: crate::skills::SkillsConfig,
     /// Config files that were found and read, lowest precedence first.
     pub files: Vec<PathBuf>,
     entries: Vec<ConfigEntry>,
@@ -250,6 +252,7 @@ impl Config {
             &origin_of,
         )?;
         let jobs = crate::heartbeat::resolve_jobs(parsed.jobs.unwrap_or_default(), &origin_of)?;
+        let skills = crate::skills::resolve_skills(parsed.skills.unwrap_or_default(), &origin_of)?;
         let agent =
             crate::agent::resolve(parsed.agent.unwrap_or_default(), &providers, &origin_of)?;
         let tools = parsed.tools.unwrap_or_default();
@@ -298,6 +301,7 @@ impl Config {
             routines,
             heartbeat,
             jobs,
+            skills,
             files: merged.files,
             entries: Vec::new(),
         };

@@ -180,6 +180,9 @@ pub struct Capabilities {
     /// May schedule routines of its own (`schedule_routine`), bounded by it and deleted with it.
     #[serde(default)]
     pub schedule: bool,
+    /// May write new skills into its workspace (`skill_create`).
+    #[serde(default)]
+    pub skill_write: bool,
 }
 
 impl Default for Capabilities {
@@ -189,6 +192,7 @@ impl Default for Capabilities {
             spawn: false,
             shared_memory_write: false,
             schedule: false,
+            skill_write: false,
         }
     }
 }
@@ -220,6 +224,9 @@ impl Capabilities {
         if self.schedule && !parent.schedule {
             return Err("schedule is not allowed to the parent".into());
         }
+        if self.skill_write && !parent.skill_write {
+            return Err("skill_write is not allowed to the parent".into());
+        }
         Ok(())
     }
 
@@ -242,6 +249,7 @@ impl Capabilities {
             spawn: self.spawn && parent.spawn,
             shared_memory_write: self.shared_memory_write && parent.shared_memory_write,
             schedule: self.schedule && parent.schedule,
+            skill_write: self.skill_write && parent.skill_write,
         }
     }
 }
@@ -287,12 +295,14 @@ mod tests {
             spawn: false,
             shared_memory_write: true,
             schedule: false,
+            skill_write: false,
         };
         let wide = Capabilities {
             tools: vec!["*".into()],
             spawn: true,
             shared_memory_write: true,
             schedule: false,
+            skill_write: false,
         };
         let clamped = wide.clamped_to(&parent);
         assert_eq!(clamped.tools, ["read_file", "shell"]);
@@ -396,12 +406,14 @@ mod tests {
             spawn: true,
             shared_memory_write: false,
             schedule: false,
+            skill_write: false,
         };
         let child = Capabilities {
             tools: vec!["read_file".into()],
             spawn: false,
             shared_memory_write: false,
             schedule: false,
+            skill_write: false,
         };
         assert_eq!(child.within(&parent), Ok(()));
         assert!(child.allows_tool("read_file") && !child.allows_tool("shell"));

@@ -53,6 +53,9 @@ pub struct ToolContext {
     pub workspace: PathBuf,
     pub session_id: SessionId,
     pub call_id: ToolCallId,
+    /// Host folders the call's commands may read besides the workspace (the folders of the
+    /// agent's skills), shown read-only inside the sandbox.
+    pub read_only: Vec<PathBuf>,
 }
 
 /// Why a tool call failed. Every variant is recovered the same way: the message goes back

@@ -198,6 +198,7 @@ impl Runtime {
                     workspace: agent.workspace.clone().into(),
                     session_id: agent.session.clone().unwrap_or_default(),
                     call_id: reef_core::ToolCallId::new(),
+                    read_only: crate::worker::skill_folders(self, &agent),
                 };
                 registry
                     .attach_secrets(self.inner.store.clone(), &agent.name)

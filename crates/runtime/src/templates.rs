@@ -43,6 +43,9 @@ pub struct Template {
     /// `schedule = "…"`: an agent of this template is spawned at each fire (`NAME-cron-N`),
     /// reports to `#agents` and is destroyed when done or after `schedule_timeout`.
     pub schedule: Option<TemplateSchedule>,
+    /// `skills = ["pdf", "git-*"]`: the skills its agents get, by name pattern (`*` and `?`);
+    /// empty: every skill.
+    pub skills: Vec<String>,
     pub source: TemplateSource,
 }
 
@@ -252,6 +255,8 @@ struct TemplateToml {
     schedule_timeout: Option<String>,
     #[serde(default)]
     schedule_task: Option<String>,
+    #[serde(default)]
+    skills: Option<Vec<String>>,
 }
 
 #[derive(Default, Deserialize)]
@@ -349,6 +354,21 @@ fn parse(name: &str, text: &str, source: TemplateSource) -> Result<Template, Tem
             })
         }
     };
+    let skills = raw.skills.unwrap_or_default();
+    for pattern in &skills {
+        let plain = pattern
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '*' | '?'));
+        if pattern.is_empty() || pattern.len() > 64 || !plain {
+            return Err(invalid(
+                "skills",
+                format!(
+                    "{pattern:?} is not a skill name pattern (lowercase letters, digits, -, and \
+                     * or ? as wildcards)"
+                ),
+            ));
+        }
+    }
     Ok(Template {
         name: name.to_owned(),
         description: raw.description,
@@ -365,6 +385,7 @@ fn parse(name: &str, text: &str, source: TemplateSource) -> Result<Template, Tem
         queue_mode: raw.queue_mode,
         channels: raw.channels,
         schedule,
+        skills,
         source,
     })
 }

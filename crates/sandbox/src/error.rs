@@ -31,6 +31,13 @@ pub enum SandboxError {
         workspace.display()
     )]
     HiddenWorkspace { workspace: PathBuf },
+    /// A read-only path of the request is, or holds, a path the sandbox hides: it cannot be
+    /// shown to a command. Keep such folders elsewhere.
+    #[error(
+        "{} cannot be shown to a command: it is or holds a directory reef hides from agents",
+        path.display()
+    )]
+    HiddenReadOnly { path: PathBuf },
     /// The landlock backend needs a helper program (`reef sandbox-exec`) and none is configured.
     #[error(
         "the landlock backend needs its helper program (reef sandbox-exec); none is configured"

@@ -22,6 +22,10 @@ pub struct ExecRequest {
     pub timeout: Duration,
     /// Bytes fed to stdin; `None` connects stdin to /dev/null.
     pub stdin: Option<Vec<u8>>,
+    /// Host directories the command may read (and run from) besides what the policy shows,
+    /// bound read-only at their real paths even inside a hidden path: the folders of the
+    /// skills an agent has. Those inside the workspace are visible already.
+    pub read_only: Vec<PathBuf>,
 }
 
 impl ExecRequest {
@@ -40,6 +44,7 @@ impl ExecRequest {
             env: Vec::new(),
             timeout,
             stdin: None,
+            read_only: Vec::new(),
         }
     }
 

@@ -175,8 +175,10 @@ impl Sandbox {
                 if hidden.contains(&workspace) {
                     return Err(SandboxError::HiddenWorkspace { workspace });
                 }
+                let read_only = read_only_roots(&workspace, &req.read_only, &hidden)?;
                 let spec = HelperSpec {
                     writable: writable_roots(&workspace, &self.policy.writable),
+                    read_only,
                     workspace,
                     cwd: req.cwd.clone(),
                     hidden,
@@ -237,6 +239,29 @@ impl Sandbox {
         crate::linux::new_session(&mut cmd);
         Ok(cmd)
     }
+}
+
+/// The read-only paths to bind: resolved, without those inside the workspace (visible
+/// already) or missing on this host. One that is or holds a hidden path is refused: binding it
+/// would show what the policy hides.
+fn read_only_roots(
+    workspace: &std::path::Path,
+    read_only: &[PathBuf],
+    hidden: &[PathBuf],
+) -> Result<Vec<PathBuf>, SandboxError> {
+    let mut roots = Vec::new();
+    for path in read_only
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+    {
+        if hidden.iter().any(|h| h.starts_with(&path)) {
+            return Err(SandboxError::HiddenReadOnly { path });
+        }
+        if !path.starts_with(workspace) && !roots.contains(&path) {
+            roots.push(path);
+        }
+    }
+    Ok(roots)
 }
 
 /// The writable paths to bind besides the workspace: resolved, and without those inside the

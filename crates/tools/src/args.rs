@@ -8,7 +8,7 @@ use serde_json::Value;
 /// Deserialises a tool's arguments. `null` is treated as `{}` so tools whose arguments are
 /// all optional accept an empty call. Errors name the field path, e.g.
 /// `timeout_secs: invalid type: string "x", expected u64`.
-pub(crate) fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
     let args = if args.is_null() {
         Value::Object(serde_json::Map::new())
     } else {

@@ -10,6 +10,8 @@ mod registry;
 mod secrets;
 mod text;
 
-pub use builtin::{BuiltinConfig, MemoryScope, builtin_registry, memory_tools};
+pub use args::parse_args;
+pub use builtin::{BuiltinConfig, MemoryScope, builtin_registry, format_streams, memory_tools};
 pub use registry::ToolRegistry;
 pub use secrets::{MIN_SECRET_LEN, Secrets};
+pub use text::{looks_binary, truncate_middle};

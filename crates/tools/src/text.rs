@@ -2,7 +2,7 @@
 
 /// Keeps the first and last characters of `s` so that at most `max_chars` characters of the
 /// original remain, with a visible marker in between saying how many were cut.
-pub(crate) fn truncate_middle(s: &str, max_chars: usize) -> String {
+pub fn truncate_middle(s: &str, max_chars: usize) -> String {
     let total = s.chars().count();
     if total <= max_chars {
         return s.to_owned();
@@ -16,7 +16,7 @@ pub(crate) fn truncate_middle(s: &str, max_chars: usize) -> String {
 }
 
 /// Whether bytes look like a binary file: a NUL byte in the first 8 KiB.
-pub(crate) fn looks_binary(bytes: &[u8]) -> bool {
+pub fn looks_binary(bytes: &[u8]) -> bool {
     bytes.iter().take(8192).any(|b| *b == 0)
 }
 

@@ -22,6 +22,7 @@ pub mod sandbox;
 mod serve;
 mod session;
 mod sessions;
+mod skills;
 pub mod trust;
 
 use crate::args::{BenchCommand, ChannelsCommand, Cli, Command, ConfigCommand, SandboxCommand};
@@ -60,6 +61,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         } => channels::status(&cli.overrides, flag.json).await,
         Command::Models { command } => models::models(&cli.overrides, command).await,
         Command::Memory { command } => memory::memory(&cli.overrides, command).await,
+        Command::Skills { command } => skills::skills(&cli.overrides, command).await,
         Command::Trust(args) => trust::trust(args),
         Command::Bench {
             command: BenchCommand::Model(args),

@@ -18,12 +18,20 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 pub struct Tools {
     pub registry: Arc<ToolRegistry>,
     pub warning: Option<String>,
+    /// Skills from reef's home and the workspace; `None` when disabled or tools are off.
+    pub skills: Option<Arc<reef_skills::SkillSet>>,
 }
 
 impl Tools {
     pub async fn from_config(config: &Config, store: Option<&Store>) -> anyhow::Result<Tools> {
         let helper = super::sandbox::helper()?;
         let (policy, warning) = reef_agent::sandbox_policy(config, Some(helper)).await?;
+        let mut skills = reef_agent::skill_set(
+            config,
+            policy.clone(),
+            Vec::new(),
+            reef_core::Capabilities::default(),
+        );
         let mut registry = reef_agent::builtin_registry(config, policy);
         if let Some(store) = store {
             let memory = reef_agent::memory(config, store.clone());
@@ -35,10 +43,12 @@ impl Tools {
             // cannot make.
             tracing::info!(%model, "the model cannot call tools; the session offers none");
             registry = ToolRegistry::default();
+            skills = None;
         }
         Ok(Tools {
             registry: Arc::new(registry),
             warning,
+            skills,
         })
     }
 }
@@ -63,6 +73,7 @@ pub async fn open(
     // No provider at all is a configuration error (exit 2), reported before model setup.
     config.provider()?;
     let model = reef_agent::default_model(config)?;
+    let skills = tools.skills.clone();
     let tools = tools.registry.clone();
     let workspace = std::env::current_dir().context("cannot read the current directory")?;
     let opts = reef_agent::session_options(config, workspace);
@@ -73,6 +84,10 @@ pub async fn open(
         }
         None => Session::create(model, tools, store.clone(), opts).await?,
     };
+    let mut session = session;
+    if let Some(skills) = skills {
+        session.set_skills(skills);
+    }
     Ok(session)
 }
 

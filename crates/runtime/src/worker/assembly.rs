@@ -7,7 +7,7 @@ use crate::error::RuntimeError;
 use crate::gate::ApprovalGate;
 use crate::kernel::{Inner, Runtime, lock};
 use crate::tools::{AgentCtx, Kind, RuntimeTool};
-use reef_agent::{AgentError, AgentHandle, Session, SessionOptions, ToolRegistry};
+use reef_agent::{AgentError, AgentHandle, SandboxPolicy, Session, SessionOptions, ToolRegistry};
 use reef_core::{ModelClient, TurnSettings};
 use reef_store::AgentRecord;
 use std::sync::{Arc, Weak};
@@ -50,6 +50,9 @@ pub(super) async fn open(
             .set_agent_session(&record.id, session.id())
             .await
             .map_err(|e| OpenError::Transient(e.into()))?;
+    }
+    if let Some(skills) = skills_for(rt, record) {
+        session.set_skills(skills);
     }
     session.set_memory(rt.inner.memory.clone());
     session.set_debugger(rt.debugger(record));
@@ -136,6 +139,38 @@ pub(crate) fn model_for(
     Ok(model)
 }
 
+/// The sandbox policy of the agent's commands: `[sandbox]` with its template's changes, on the
+/// backend the daemon's self-test chose; and the config it comes from.
+fn policy_for(rt: &Runtime, record: &AgentRecord) -> (reef_config::Config, SandboxPolicy) {
+    let mut config = rt.config().clone();
+    if let Some(template) = rt.templates().get(&record.template) {
+        config.sandbox = template.sandbox.apply(&config.sandbox);
+    }
+    let mut policy = reef_agent::policy_from_config(&config, rt.inner.policy.helper.clone());
+    // The self-test ran once at start; a fallback applies to every agent.
+    policy.backend = rt.inner.policy.backend;
+    (config, policy)
+}
+
+/// The agent's skills: those its template selects, with its capabilities.
+fn skills_for(rt: &Runtime, record: &AgentRecord) -> Option<Arc<reef_skills::SkillSet>> {
+    let (config, policy) = policy_for(rt, record);
+    let select = rt
+        .templates()
+        .get(&record.template)
+        .map(|t| t.skills.clone())
+        .unwrap_or_default();
+    reef_agent::skill_set(&config, policy, select, record.capabilities.clone())
+}
+
+/// The folders of the agent's skills outside its workspace, for a command run on its behalf
+/// outside a turn (an approved command).
+pub(crate) fn skill_folders(rt: &Runtime, record: &AgentRecord) -> Vec<std::path::PathBuf> {
+    skills_for(rt, record)
+        .map(|set| set.load(std::path::Path::new(&record.workspace)).folders)
+        .unwrap_or_default()
+}
+
 /// The agent's tools: the built-ins in a sandbox shaped by its template, narrowed to its
 /// capabilities. With `ctx` (a worker's), the runtime tools are added and `shell` is put
 /// behind the approval gate.
@@ -144,13 +179,7 @@ pub(crate) fn registry_for(
     record: &AgentRecord,
     ctx: Option<Arc<AgentCtx>>,
 ) -> Result<ToolRegistry, RuntimeError> {
-    let mut config = rt.config().clone();
-    if let Some(template) = rt.templates().get(&record.template) {
-        config.sandbox = template.sandbox.apply(&config.sandbox);
-    }
-    let mut policy = reef_agent::policy_from_config(&config, rt.inner.policy.helper.clone());
-    // The self-test ran once at start; a fallback applies to every agent.
-    policy.backend = rt.inner.policy.backend;
+    let (config, policy) = policy_for(rt, record);
     let mut registry = reef_agent::builtin_registry(&config, policy);
     if let Some(ctx) = ctx {
         if let Some(shell) = registry.get("shell") {

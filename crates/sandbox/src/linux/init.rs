@@ -25,6 +25,7 @@ pub(crate) fn run(spec: &HelperSpec, command: &[OsString]) -> Result<i32, String
     mounts::enter_view(
         &spec.workspace,
         &spec.writable,
+        &spec.read_only,
         &spec.hidden,
         spec.proxy_socket.as_deref(),
     )?;

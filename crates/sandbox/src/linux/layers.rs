@@ -1,5 +1,5 @@
 //! The part of a sandbox's view that depends on the request: the workspace and the writable
-//! paths bound read-write, hidden paths masked, and the workspace files that make the host run
+//! paths bound read-write, the request's read-only paths bound read-only, hidden paths masked, and the workspace files that make the host run
 //! code (`reef.toml`, `.git/hooks`, `.git/config`) bound read-only. Layers are applied
 //! shallowest path first, so a workspace inside a hidden directory is mounted on top of that
 //! directory's mask (and nothing else of it shows), while a hidden path inside the workspace
@@ -27,6 +27,8 @@ pub(crate) enum Kind {
     Mask,
     /// Bind the host path here read-write (the workspace, `sandbox.writable`).
     Bind,
+    /// Bind the host path here read-only (a skill's folder outside the workspace).
+    BindReadOnly,
     /// Bind a workspace directory onto itself, read-write.
     Pin,
     /// Bind a workspace file or directory onto itself, read-only.
@@ -40,11 +42,16 @@ pub(crate) struct Layer {
     pub kind: Kind,
 }
 
-/// The layers for a workspace, further writable paths and hidden paths, in the order they
-/// must be applied. A writable path inside the workspace is left out (it is writable already,
-/// and binding it would resolve a path the command controls), and so is a read-only file
-/// beneath a hidden path.
-pub(crate) fn plan(workspace: &Path, writable: &[PathBuf], hidden: &[PathBuf]) -> Vec<Layer> {
+/// The layers for a workspace, further writable paths, read-only host paths and hidden paths,
+/// in the order they must be applied. A writable or read-only path inside the workspace is left
+/// out (it is visible already, and binding it would resolve a path the command controls), and
+/// so is a read-only file beneath a hidden path.
+pub(crate) fn plan(
+    workspace: &Path,
+    writable: &[PathBuf],
+    read_only: &[PathBuf],
+    hidden: &[PathBuf],
+) -> Vec<Layer> {
     let mut layers = vec![Layer {
         path: workspace.to_path_buf(),
         kind: Kind::Bind,
@@ -53,6 +60,12 @@ pub(crate) fn plan(workspace: &Path, writable: &[PathBuf], hidden: &[PathBuf]) -
         layers.push(Layer {
             path: path.clone(),
             kind: Kind::Bind,
+        });
+    }
+    for path in read_only.iter().filter(|p| !p.starts_with(workspace)) {
+        layers.push(Layer {
+            path: path.clone(),
+            kind: Kind::BindReadOnly,
         });
     }
     for path in hidden {
@@ -120,7 +133,9 @@ pub(crate) fn apply(base: &Path, layers: &[Layer]) -> Result<Vec<PathBuf>, Strin
         match layer.kind {
             Kind::Mask => {
                 let holds_binds = layers[i + 1..].iter().any(|l| {
-                    l.kind == Kind::Bind && l.path != layer.path && l.path.starts_with(&layer.path)
+                    matches!(l.kind, Kind::Bind | Kind::BindReadOnly)
+                        && l.path != layer.path
+                        && l.path.starts_with(&layer.path)
                 });
                 if holds_binds {
                     let (parent, name) = ensure_parent(root.as_fd(), rel, 0o755)?;
@@ -131,7 +146,8 @@ pub(crate) fn apply(base: &Path, layers: &[Layer]) -> Result<Vec<PathBuf>, Strin
                     mask(root.as_fd(), rel, &layer.path)?;
                 }
             }
-            Kind::Bind => bind_host(root.as_fd(), rel, &layer.path, &open_masks)?,
+            Kind::Bind => bind_host(root.as_fd(), rel, &layer.path, &open_masks, false)?,
+            Kind::BindReadOnly => bind_host(root.as_fd(), rel, &layer.path, &open_masks, true)?,
             Kind::Pin => self_bind(root.as_fd(), rel, &layer.path, false)?,
             Kind::ReadOnly => self_bind(root.as_fd(), rel, &layer.path, true)?,
         }
@@ -301,13 +317,14 @@ fn mount_tmpfs(
     .map_err(|e| format!("hide {}: {e}", shown.display()))
 }
 
-/// Binds the host path `shown` (trusted: the workspace, resolved once by reef, or a configured
-/// writable path) at the same place in the view, read-write.
+/// Binds the host path `shown` (trusted: the workspace, resolved once by reef, a configured
+/// writable path or a skill's folder) at the same place in the view, read-write or `read_only`.
 fn bind_host(
     root: BorrowedFd<'_>,
     rel: &Path,
     shown: &Path,
     open_masks: &[PathBuf],
+    read_only: bool,
 ) -> Result<(), String> {
     // reef resolved the path (`shown` has no link in it): a link now means something changed it
     // meanwhile, and the helper refuses rather than mount what the link leads to.
@@ -343,7 +360,7 @@ fn bind_host(
         None::<&str>,
     )
     .map_err(|e| format!("bind {}: {e}", shown.display()))?;
-    remount(parent.as_fd(), name, false, shown)
+    remount(parent.as_fd(), name, read_only, shown)
 }
 
 /// Binds a path of the view onto itself (`read_only` or not). Missing, or reached through a
@@ -448,6 +465,7 @@ mod tests {
         let layers = plan(
             "/h/.reef/agents/a/workspace".as_ref(),
             &[],
+            &[],
             &[PathBuf::from("/h/.reef"), PathBuf::from("/h/.ssh")],
         );
         assert_eq!(
@@ -469,6 +487,7 @@ mod tests {
         let layers = plan(
             "/home/u".as_ref(),
             &[PathBuf::from("/home/u/build"), PathBuf::from("/cache")],
+            &[],
             &[PathBuf::from("/home/u/.ssh"), PathBuf::from("/home/u/.git")],
         );
         let order: Vec<(&str, Kind)> = layers
@@ -486,6 +505,36 @@ mod tests {
             ],
             "the writable path inside the workspace is left out, and nothing is bound \
              beneath a masked .git"
+        );
+    }
+
+    #[test]
+    fn a_read_only_folder_inside_a_hidden_home_is_bound_read_only_over_its_mask() {
+        let layers = plan(
+            "/w".as_ref(),
+            &[],
+            &[
+                PathBuf::from("/h/.reef/registry/pdf"),
+                PathBuf::from("/w/skills/mine"),
+            ],
+            &[PathBuf::from("/h/.reef")],
+        );
+        let order: Vec<(&str, Kind)> = layers
+            .iter()
+            .map(|l| (l.path.to_str().unwrap(), l.kind))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                ("/w", Kind::Bind),
+                ("/h/.reef", Kind::Mask),
+                ("/w/.git", Kind::Pin),
+                ("/w/reef.toml", Kind::ReadOnly),
+                ("/w/.git/hooks", Kind::ReadOnly),
+                ("/w/.git/config", Kind::ReadOnly),
+                ("/h/.reef/registry/pdf", Kind::BindReadOnly),
+            ],
+            "a folder inside the workspace is visible already and is left out"
         );
     }
 }

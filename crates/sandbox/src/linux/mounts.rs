@@ -55,6 +55,7 @@ fn io<T>(what: &str, path: &Path, r: std::io::Result<T>) -> Result<T, String> {
 pub(crate) fn enter_view(
     workspace: &Path,
     writable: &[PathBuf],
+    read_only: &[PathBuf],
     hidden: &[PathBuf],
     proxy_socket: Option<&Path>,
 ) -> Step {
@@ -71,6 +72,7 @@ pub(crate) fn enter_view(
     )?;
     let needed: Vec<&Path> = std::iter::once(workspace)
         .chain(writable.iter().map(PathBuf::as_path))
+        .chain(read_only.iter().map(PathBuf::as_path))
         .collect();
     let base = STAGING
         .iter()
@@ -124,7 +126,7 @@ pub(crate) fn enter_view(
         ),
     )?;
     protect_proc(&proc_dir)?;
-    let open_masks = layers::apply(base, &layers::plan(workspace, writable, hidden))?;
+    let open_masks = layers::apply(base, &layers::plan(workspace, writable, read_only, hidden))?;
     layers::seal(base, &open_masks)?;
 
     let old = base.join(".old-root");

@@ -16,6 +16,9 @@ pub struct HelperSpec {
     pub cwd: PathBuf,
     /// Further read-write paths.
     pub writable: Vec<PathBuf>,
+    /// Host paths (resolved) bound read-only at the same path, even inside a hidden one.
+    #[serde(default)]
+    pub read_only: Vec<PathBuf>,
     /// Paths hidden even when they lie inside a mounted directory (secrets), system secrets
     /// included, each followed by where it leads when it is a link.
     pub hidden: Vec<PathBuf>,

@@ -23,6 +23,10 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
         ("reef-sandbox", Some(&["reef-core", "reef-security"][..])),
         ("reef-security", Some(&["reef-core"][..])),
         ("reef-store", Some(&["reef-core"][..])),
+        (
+            "reef-skills",
+            Some(&["reef-core", "reef-sandbox", "reef-tools", "reef-workspace"][..]),
+        ),
         ("reef-workspace", Some(&[][..])),
         ("reef-channels", Some(&["reef-core", "reef-config"][..])),
         (
@@ -59,6 +63,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                     "reef-tools",
                     "reef-sandbox",
                     "reef-security",
+                    "reef-skills",
                     "reef-store",
                     "reef-workspace",
                 ][..],
@@ -75,6 +80,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                     "reef-security",
                     "reef-llm",
                     "reef-schedule",
+                    "reef-skills",
                     "reef-workspace",
                 ][..],
             ),

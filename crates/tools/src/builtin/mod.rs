@@ -11,6 +11,7 @@ mod shell;
 mod write_file;
 
 pub use memory::{MemoryScope, memory_tools};
+pub use shell::format_streams;
 
 use crate::files::Files;
 use crate::registry::ToolRegistry;

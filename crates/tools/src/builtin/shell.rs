@@ -123,6 +123,7 @@ impl Tool for ShellTool {
         let (root, cwd) = self.start_dir(ctx, args.cwd.clone()).await?;
         let mut req =
             ExecRequest::shell(&args.command, root, Duration::from_secs(timeout)).in_dir(cwd);
+        req.read_only.clone_from(&ctx.read_only);
         for name in &args.secrets {
             let value = self.secrets.read(name)?;
             req.env.push((name.clone(), value));
@@ -184,7 +185,7 @@ impl ShellTool {
 
 /// The `stdout:` and `stderr:` sections, sharing a budget of `max_chars` characters.
 /// When both are long each gets half; a short stream leaves its unused share to the other.
-fn format_streams(out: &ExecOutput, max_chars: usize) -> String {
+pub fn format_streams(out: &ExecOutput, max_chars: usize) -> String {
     let o = out.stdout.chars().count();
     let e = out.stderr.chars().count();
     let (o_budget, e_budget) = if o + e <= max_chars {

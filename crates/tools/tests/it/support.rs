@@ -41,6 +41,7 @@ pub fn env_hiding(config: BuiltinConfig, hidden: &[&str]) -> Env {
         workspace: dir.path().to_path_buf(),
         session_id: SessionId::new(),
         call_id: ToolCallId::new(),
+        read_only: Vec::new(),
     };
     Env {
         dir,

@@ -1,0 +1,10 @@
+//! The tools skills give an agent: `skill` (load one), one tool per skill that declares
+//! `parameters`, and `skill_create` for agents that may write skills.
+
+mod command;
+mod create;
+mod load;
+
+pub(crate) use command::CommandTool;
+pub(crate) use create::CreateTool;
+pub(crate) use load::SkillTool;
