@@ -170,7 +170,7 @@ pub fn skill_set(
     policy: SandboxPolicy,
     select: Vec<String>,
     capabilities: reef_core::Capabilities,
-) -> Option<Arc<reef_skills::SkillSet>> {
+) -> Option<reef_skills::SkillSet> {
     let s = &config.skills;
     if !s.enabled {
         return None;
@@ -179,6 +179,9 @@ pub fn skill_set(
         prompt_max_chars: s.prompt_max_chars,
         timeout_secs: s.timeout_secs,
         max_output_chars: config.tools.max_shell_output_chars,
+        http_allow_private: config.tools.http_allow_private,
+        http_allow_hosts: Vec::new(),
+        http_timeout_secs: config.tools.http_timeout_secs,
     };
     let set = reef_skills::SkillSet::new(
         config.home.clone(),
@@ -186,8 +189,9 @@ pub fn skill_set(
         settings,
         Arc::new(Sandbox::new(policy)),
     )
-    .with_capabilities(capabilities);
-    Some(Arc::new(set))
+    .with_capabilities(capabilities)
+    .with_secrets(config.secrets.clone());
+    Some(set)
 }
 
 /// Session options from `[agent]`, working in `workspace`.

@@ -59,6 +59,8 @@ pub(crate) struct Inner {
     pub started: std::time::Instant,
     pub channels: crate::channels::Board,
     pub scheduler: crate::scheduler::Handle,
+    /// The WASM engine every agent's WASM skills run on (made on first use).
+    pub wasm: Arc<reef_skills::WasmRuntime>,
 }
 
 /// What a start found and repaired.
@@ -101,6 +103,9 @@ impl Runtime {
             inner: Arc::new(Inner {
                 turns: Arc::new(Semaphore::new(opts.config.daemon.max_concurrent_turns)),
                 memory: reef_agent::memory(&opts.config, store.clone()),
+                wasm: Arc::new(reef_skills::WasmRuntime::new(
+                    opts.config.home.join("cache").join("wasm"),
+                )),
                 config: opts.config,
                 templates: opts.templates,
                 store,

@@ -95,6 +95,9 @@ pub struct Skill {
     pub files: Vec<FileEntry>,
     /// The program its tool runs (`run.sh`, `main.wasm`, …), when it is a tool.
     pub entry: Option<String>,
+    /// BLAKE3 (hex) of `main.wasm` when it was checked (for an installed skill, the lock's):
+    /// the module must still have it when it runs.
+    pub entry_hash: Option<String>,
 }
 
 impl Skill {
@@ -297,9 +300,12 @@ fn scan_installed(roots: &Roots, out: &mut Vec<Found>) {
                 ),
             };
         } else if let State::Active(skill) = &mut f.state {
-            let mut with_origin = (**skill).clone();
-            with_origin.origin = f.origin.clone();
-            *skill = Arc::new(with_origin);
+            let mut pinned = (**skill).clone();
+            pinned.origin = f.origin.clone();
+            if pinned.entry_hash.is_some() {
+                pinned.entry_hash = entry.hashes.files.get(WASM_ENTRY).cloned();
+            }
+            *skill = Arc::new(pinned);
         }
     }
 }
@@ -313,12 +319,22 @@ pub fn load(dir: &SkillDir, folder: &str, origin: &Origin) -> Result<Skill, Stri
     let manifest = parse(&text, folder).map_err(|rule| format!("{SKILL_FILE}: {rule}"))?;
     let files = dir.entries()?;
     let entry = entry_point(&manifest, &files).map_err(|rule| format!("{SKILL_FILE}: {rule}"))?;
+    let entry_hash = match entry.as_deref() {
+        Some(WASM_ENTRY) => {
+            let bytes = dir
+                .read(WASM_ENTRY, crate::folder::MAX_FILE)
+                .map_err(|e| format!("{WASM_ENTRY}: {e}"))?;
+            Some(blake3::hash(&bytes).to_hex().to_string())
+        }
+        _ => None,
+    };
     Ok(Skill {
         manifest,
         dir: dir.clone(),
         origin: origin.clone(),
         files,
         entry,
+        entry_hash,
     })
 }
 

@@ -31,4 +31,4 @@ pub use manifest::{
     MAX_COMPATIBILITY, MAX_DESCRIPTION, MAX_NAME, Manifest, Mode, Rule, SKILL_FILE, parse,
 };
 pub use params::{Param, schema};
-pub use set::{Loaded, SkillSet, SkillSettings};
+pub use set::{Loaded, SkillSet, SkillSettings, WasmRuntime};

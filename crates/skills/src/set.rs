@@ -3,6 +3,7 @@
 //! the folders its commands may read.
 
 use crate::catalog::{Catalog, Roots, State, discover, glob_match};
+use crate::manifest::Mode;
 use crate::tools::{CommandTool, CreateTool, SkillTool};
 use reef_core::{Capabilities, Tool};
 use reef_sandbox::Sandbox;
@@ -19,6 +20,12 @@ pub struct SkillSettings {
     pub timeout_secs: u64,
     /// Output of a skill's tool above this many characters keeps only head and tail.
     pub max_output_chars: usize,
+    /// Which addresses a WASM skill's HTTP requests may reach besides public ones (as
+    /// `http_fetch`: `tools.http_allow_private`, and host names exempt from the check).
+    pub http_allow_private: bool,
+    pub http_allow_hosts: Vec<String>,
+    /// Whole-request limit of a WASM skill's HTTP request.
+    pub http_timeout_secs: u64,
 }
 
 impl Default for SkillSettings {
@@ -27,6 +34,9 @@ impl Default for SkillSettings {
             prompt_max_chars: 4000,
             timeout_secs: 60,
             max_output_chars: 10_000,
+            http_allow_private: false,
+            http_allow_hosts: Vec::new(),
+            http_timeout_secs: 30,
         }
     }
 }
@@ -43,6 +53,53 @@ pub struct SkillSet {
     capabilities: Capabilities,
     /// Skipped folders already warned about, so each is logged once.
     warned: Mutex<HashSet<String>>,
+    /// Secrets a WASM skill may have put into its requests' headers.
+    secrets: Arc<reef_tools::Secrets>,
+    /// The WASM engine, made on first use (shared with [`SkillSet::with_wasm`]).
+    wasm: Arc<WasmRuntime>,
+    #[cfg_attr(
+        not(feature = "wasm"),
+        allow(dead_code, reason = "only WASM skills make HTTP requests")
+    )]
+    http: Arc<reef_tools::GuardedHttp>,
+}
+
+/// The WASM engine of a process, made when the first WASM skill runs (its epoch thread
+/// starts then), compiling into `cache_dir`.
+pub struct WasmRuntime {
+    #[cfg(feature = "wasm")]
+    engine: std::sync::OnceLock<Result<Arc<reef_wasm::WasmEngine>, String>>,
+    cache_dir: PathBuf,
+}
+
+impl std::fmt::Debug for WasmRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmRuntime")
+            .field("cache_dir", &self.cache_dir)
+            .finish()
+    }
+}
+
+impl WasmRuntime {
+    /// Compiled modules are cached in `cache_dir` (`$REEF_HOME/cache/wasm`).
+    pub fn new(cache_dir: PathBuf) -> Self {
+        Self {
+            #[cfg(feature = "wasm")]
+            engine: std::sync::OnceLock::new(),
+            cache_dir,
+        }
+    }
+
+    #[cfg(feature = "wasm")]
+    pub(crate) fn engine(&self) -> Result<Arc<reef_wasm::WasmEngine>, String> {
+        self.engine
+            .get_or_init(|| {
+                reef_wasm::WasmEngine::new(Some(self.cache_dir.clone()))
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+    }
 }
 
 impl std::fmt::Debug for SkillSet {
@@ -76,14 +133,37 @@ impl SkillSet {
         settings: SkillSettings,
         sandbox: Arc<Sandbox>,
     ) -> Self {
+        let http = reef_tools::GuardedHttp::new(
+            reef_security::SsrfPolicy {
+                allow_private: settings.http_allow_private,
+                allow_hosts: settings.http_allow_hosts.clone(),
+            },
+            std::time::Duration::from_secs(settings.http_timeout_secs),
+            2 * 1024 * 1024,
+        );
         Self {
+            wasm: Arc::new(WasmRuntime::new(home.join("cache").join("wasm"))),
             home,
             select,
             settings,
             sandbox,
             capabilities: Capabilities::default(),
             warned: Mutex::new(HashSet::new()),
+            secrets: Arc::new(reef_tools::Secrets::new(Vec::new())),
+            http: Arc::new(http),
         }
+    }
+
+    /// Secrets WASM skills may name in their requests' headers.
+    pub fn with_secrets(mut self, secrets: Vec<reef_core::SecretSpec>) -> Self {
+        self.secrets = Arc::new(reef_tools::Secrets::new(secrets));
+        self
+    }
+
+    /// Runs WASM skills on the process's `wasm` runtime instead of one of their own.
+    pub fn with_wasm(mut self, wasm: Arc<WasmRuntime>) -> Self {
+        self.wasm = wasm;
+        self
     }
 
     /// Narrows the tools to what `capabilities` allow, and offers `skill_create` when they
@@ -114,13 +194,32 @@ impl SkillSet {
             if !folder.starts_with(workspace) {
                 folders.push(folder);
             }
-            if skill.manifest.is_tool() {
-                tools.push(Arc::new(CommandTool {
+            if !skill.manifest.is_tool() {
+                continue;
+            }
+            match skill.manifest.tool_mode() {
+                Mode::Subprocess => tools.push(Arc::new(CommandTool {
                     skill: skill.clone(),
                     sandbox: self.sandbox.clone(),
                     timeout_secs: self.settings.timeout_secs,
                     max_output_chars: self.settings.max_output_chars,
-                }));
+                })),
+                #[cfg(feature = "wasm")]
+                Mode::Wasm => tools.push(Arc::new(crate::tools::WasmTool {
+                    skill: skill.clone(),
+                    wasm: self.wasm.clone(),
+                    // The agent reaches the network only if it may fetch.
+                    http: self
+                        .capabilities
+                        .allows_tool("http_fetch")
+                        .then(|| self.http.clone()),
+                    secrets: self.secrets.clone(),
+                    max_output_chars: self.settings.max_output_chars,
+                })),
+                #[cfg(not(feature = "wasm"))]
+                Mode::Wasm => {
+                    tracing::warn!(skill = %skill.name(), "a WASM skill is not offered: reef was built without WASM support");
+                }
             }
         }
         let prompt = crate::prompt::section(&catalog, self.settings.prompt_max_chars);

@@ -16,6 +16,7 @@ mod programs;
 mod recorded;
 mod reply;
 mod server;
+pub mod wat;
 
 pub use home::TestHome;
 pub use ircd::{IrcClient, IrcLine, Ngircd};

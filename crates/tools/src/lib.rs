@@ -6,12 +6,14 @@
 mod args;
 mod builtin;
 mod files;
+mod guarded;
 mod registry;
 mod secrets;
 mod text;
 
 pub use args::parse_args;
 pub use builtin::{BuiltinConfig, MemoryScope, builtin_registry, format_streams, memory_tools};
+pub use guarded::{GuardedHttp, HttpReply};
 pub use registry::ToolRegistry;
 pub use secrets::{MIN_SECRET_LEN, Secrets};
 pub use text::{looks_binary, truncate_middle};

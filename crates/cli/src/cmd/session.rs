@@ -31,7 +31,8 @@ impl Tools {
             policy.clone(),
             Vec::new(),
             reef_core::Capabilities::default(),
-        );
+        )
+        .map(Arc::new);
         let mut registry = reef_agent::builtin_registry(config, policy);
         if let Some(store) = store {
             let memory = reef_agent::memory(config, store.clone());

@@ -160,7 +160,8 @@ fn skills_for(rt: &Runtime, record: &AgentRecord) -> Option<Arc<reef_skills::Ski
         .get(&record.template)
         .map(|t| t.skills.clone())
         .unwrap_or_default();
-    reef_agent::skill_set(&config, policy, select, record.capabilities.clone())
+    let set = reef_agent::skill_set(&config, policy, select, record.capabilities.clone())?;
+    Some(Arc::new(set.with_wasm(rt.inner.wasm.clone())))
 }
 
 /// The folders of the agent's skills outside its workspace, for a command run on its behalf

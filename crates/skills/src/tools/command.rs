@@ -4,7 +4,6 @@
 //! skill's folder read-only.
 
 use crate::catalog::Skill;
-use crate::manifest::Mode;
 use crate::params::{arg_env, check_args, schema};
 use async_trait::async_trait;
 use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
@@ -36,15 +35,6 @@ impl Tool for CommandTool {
         let m = &self.skill.manifest;
         let args =
             check_args(m.parameters.as_deref(), args).map_err(ToolError::InvalidArguments)?;
-        match m.tool_mode() {
-            Mode::Subprocess => {}
-            Mode::Wasm => {
-                return Err(ToolError::Failed(format!(
-                    "`{}` is a WASM skill, and this reef was built without WASM support",
-                    m.name
-                )));
-            }
-        }
         let entry = self
             .skill
             .entry

@@ -4,7 +4,11 @@
 mod command;
 mod create;
 mod load;
+#[cfg(feature = "wasm")]
+mod wasm;
 
 pub(crate) use command::CommandTool;
 pub(crate) use create::CreateTool;
 pub(crate) use load::SkillTool;
+#[cfg(feature = "wasm")]
+pub(crate) use wasm::WasmTool;

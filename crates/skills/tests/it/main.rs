@@ -7,6 +7,7 @@ mod discovery;
 mod format;
 mod install;
 mod tools;
+mod wasm;
 
 use reef_core::{SessionId, ToolCallId, ToolContext};
 use reef_sandbox::{HelperCommand, Sandbox, SandboxBackend, SandboxPolicy};

@@ -4,7 +4,7 @@ mod edit_file;
 mod http_fetch;
 mod list_dir;
 mod memory;
-mod net;
+pub(crate) mod net;
 mod read_file;
 mod search_files;
 mod shell;
