@@ -42,7 +42,11 @@ impl Source {
             )));
         }
         let path = cwd.join(base);
-        let path = std::fs::canonicalize(&path).map_err(|e| SkillError::io(&path, e))?;
+        let path = std::fs::canonicalize(&path).map_err(|e| {
+            SkillError::BadUrl(format!(
+                "{base}: not a folder or git repository on this machine ({e})"
+            ))
+        })?;
         let is_repo = path.join(".git").exists()
             || (path.join("HEAD").is_file() && path.join("objects").is_dir());
         if rev.is_some() || is_repo {

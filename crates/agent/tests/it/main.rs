@@ -8,6 +8,7 @@ mod memory;
 mod outputs;
 mod resume;
 mod setup;
+mod skills;
 mod small;
 
 use reef_agent::{Session, SessionOptions};

@@ -18,6 +18,7 @@ mod replay;
 mod routines;
 mod sandbox;
 mod secrets;
+mod skills;
 mod trust;
 
 use reef_test_support::{MockLlm, TestHome};

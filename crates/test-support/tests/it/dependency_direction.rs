@@ -25,8 +25,18 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
         ("reef-store", Some(&["reef-core"][..])),
         (
             "reef-skills",
-            Some(&["reef-core", "reef-sandbox", "reef-tools", "reef-workspace"][..]),
+            Some(
+                &[
+                    "reef-core",
+                    "reef-sandbox",
+                    "reef-security",
+                    "reef-tools",
+                    "reef-wasm",
+                    "reef-workspace",
+                ][..],
+            ),
         ),
+        ("reef-wasm", Some(&[][..])),
         ("reef-workspace", Some(&[][..])),
         ("reef-channels", Some(&["reef-core", "reef-config"][..])),
         (
