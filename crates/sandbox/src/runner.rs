@@ -241,8 +241,8 @@ impl Sandbox {
     }
 }
 
-/// The read-only paths to bind: resolved, without those inside the workspace (visible
-/// already) or missing on this host. One that is or holds a hidden path is refused: binding it
+/// The read-only paths to bind: resolved, without those inside the workspace and not hidden
+/// there (visible already) or missing on this host. One that is or holds a hidden path is refused: binding it
 /// would show what the policy hides.
 fn read_only_roots(
     workspace: &std::path::Path,
@@ -257,7 +257,8 @@ fn read_only_roots(
         if hidden.iter().any(|h| h.starts_with(&path)) {
             return Err(SandboxError::HiddenReadOnly { path });
         }
-        if !path.starts_with(workspace) && !roots.contains(&path) {
+        let shown = !path.starts_with(workspace) || hidden.iter().any(|h| path.starts_with(h));
+        if shown && !roots.contains(&path) {
             roots.push(path);
         }
     }

@@ -11,6 +11,7 @@ use crate::lock::{Change, FolderHash, Lock, LockEntry, changed_files, hash_folde
 use crate::manifest::SKILL_FILE;
 use reef_sandbox::SandboxPolicy;
 use reef_workspace::{Kind, Workspace};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 /// Where skills are installed from.
@@ -91,6 +92,8 @@ pub struct UpdatePlan {
     pub changes: Vec<Change>,
     /// A unified diff of the text files that changed.
     pub diff: String,
+    /// The checked copy that is installed when the plan is applied.
+    copy: PathBuf,
     staged: Staged,
 }
 
@@ -159,10 +162,14 @@ impl Installer {
         };
         let mut report = AddReport::default();
         let mut ready = Vec::new();
+        // Each skill is copied out of the source once (links refused) and everything after —
+        // the checks, the hashes, what is installed — works on that copy.
         for (name, rel) in chosen {
-            let dir = SkillDir::new(&staged.tree, rel.clone());
-            match load(&dir, name, &Origin::Home) {
-                Ok(skill) => ready.push((name.clone(), rel.clone(), skill.manifest.description)),
+            let copy = self.copy_out(&staged, rel, name)?;
+            match load(&copy_dir(&copy, name), name, &Origin::Home) {
+                Ok(skill) => {
+                    ready.push((name.clone(), rel.clone(), skill.manifest.description, copy))
+                }
                 Err(reason) => report.skipped.push((name.clone(), reason)),
             }
         }
@@ -177,13 +184,8 @@ impl Installer {
                     .join("; "),
             });
         }
-        // Every folder is copied before any is moved into place.
-        let mut copies = Vec::new();
-        for (name, rel, _) in &ready {
-            copies.push(self.copy_out(&staged, rel, name)?);
-        }
         let mut lock = Lock::read(&self.roots.lock_file())?;
-        for ((name, rel, description), copy) in ready.into_iter().zip(copies) {
+        for (name, rel, description, copy) in ready {
             let hashes = self.put_in_place(&copy, &name)?;
             let (source_name, rev) = match source {
                 Source::Path(p) => (p.display().to_string(), None),
@@ -200,18 +202,22 @@ impl Installer {
                     hashes,
                 },
             );
+            // Pinned as soon as it is in place.
+            lock.write(&self.roots.lock_file())?;
             report.installed.push(Installed {
                 name,
                 description,
                 commit: staged.commit.clone(),
             });
         }
-        lock.write(&self.roots.lock_file())?;
         Ok(report)
     }
 
     /// Removes the installed skill `name`.
     pub fn remove(&self, name: &str) -> Result<(), SkillError> {
+        if crate::manifest::check_name(name).is_err() {
+            return Err(SkillError::NotInstalled(name.to_owned()));
+        }
         let mut lock = Lock::read(&self.roots.lock_file())?;
         let dir = self.roots.installed().join(name);
         let present = dir.symlink_metadata().is_ok();
@@ -280,10 +286,13 @@ impl Installer {
                     Source::Path(PathBuf::from(&entry.source))
                 };
             let staged = self.stage(&source).await?;
-            let new_dir = SkillDir::new(&staged.tree, entry.subdir.clone());
+            // The copy (links refused, `.git` left out) is what is diffed, hashed and, if
+            // accepted, installed: the source is read once.
+            let copy = self.copy_out(&staged, &entry.subdir, &name)?;
+            let new_dir = copy_dir(&copy, &name);
             let skill =
                 load(&new_dir, &name, &Origin::Home).map_err(|reason| SkillError::BadSource {
-                    path: new_dir.path().display().to_string(),
+                    path: format!("{}/{}", source.shown(), entry.subdir),
                     reason,
                 })?;
             let new_hash = hash_folder(&skill.dir).map_err(|reason| SkillError::BadSource {
@@ -299,6 +308,7 @@ impl Installer {
                 to_commit: staged.commit.clone(),
                 changes,
                 diff,
+                copy,
                 staged,
             });
         }
@@ -312,9 +322,7 @@ impl Installer {
             .skills
             .get_mut(&plan.name)
             .ok_or_else(|| SkillError::NotInstalled(plan.name.clone()))?;
-        let rel = entry.subdir.clone();
-        let copy = self.copy_out(&plan.staged, &rel, &plan.name)?;
-        entry.hashes = self.put_in_place(&copy, &plan.name)?;
+        entry.hashes = self.put_in_place(&plan.copy, &plan.name)?;
         entry.commit = plan.staged.commit.clone();
         entry.installed_at = now();
         lock.write(&self.roots.lock_file())
@@ -391,6 +399,12 @@ impl Installer {
                         std::fs::create_dir_all(parent).map_err(|e| SkillError::io(parent, e))?;
                     }
                     std::fs::write(&target, bytes).map_err(|e| SkillError::io(&target, e))?;
+                    // Scripts stay executable; nothing more than 0755 is kept.
+                    let mode = std::fs::symlink_metadata(src.path().join(&entry.path))
+                        .map_or(0o644, |m| m.permissions().mode())
+                        & 0o755;
+                    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode))
+                        .map_err(|e| SkillError::io(&target, e))?;
                 }
                 Kind::Symlink => {
                     return Err(bad(
@@ -412,11 +426,17 @@ impl Installer {
     fn put_in_place(&self, copy: &Path, name: &str) -> Result<FolderHash, SkillError> {
         let installed = self.roots.installed();
         let target = installed.join(name);
-        if target.symlink_metadata().is_ok() {
-            let old = copy.with_file_name(format!(".old-{name}"));
+        let old = copy.with_file_name(format!(".old-{name}"));
+        let replacing = target.symlink_metadata().is_ok();
+        if replacing {
             std::fs::rename(&target, &old).map_err(|e| SkillError::io(&target, e))?;
         }
-        std::fs::rename(copy, &target).map_err(|e| SkillError::io(&target, e))?;
+        if let Err(err) = std::fs::rename(copy, &target) {
+            if replacing && let Err(back) = std::fs::rename(&old, &target) {
+                tracing::warn!(skill = name, "could not put the old version back: {back}");
+            }
+            return Err(SkillError::io(&target, err));
+        }
         hash_folder(&SkillDir::new(installed, name.to_owned())).map_err(|reason| {
             SkillError::BadSource {
                 path: target.display().to_string(),
@@ -453,6 +473,11 @@ fn skill_folders(tree: &Path, own_name: &str) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// The copied skill `name` in the staging folder `copy` (`…/out/NAME`).
+fn copy_dir(copy: &Path, name: &str) -> SkillDir {
+    SkillDir::new(copy.parent().unwrap_or(copy), name.to_owned())
 }
 
 fn names(candidates: &[(String, String)]) -> String {

@@ -70,7 +70,10 @@ impl Lock {
             "# Installed skills and the BLAKE3 hashes of their files. Written by `reef skills`;\n\
              # a skill whose files no longer match is refused until `reef skills verify --accept`.\n\n{text}"
         );
-        let tmp = path.with_extension("lock.tmp");
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let tmp = path.with_extension(format!("lock.{}-{stamp}.tmp", std::process::id()));
         std::fs::write(&tmp, text).map_err(|e| SkillError::io(&tmp, e))?;
         std::fs::rename(&tmp, path).map_err(|e| SkillError::io(path, e))
     }

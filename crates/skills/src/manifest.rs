@@ -4,6 +4,7 @@
 use crate::params::{Param, parse_params};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use yaml_rust2::parser::Event;
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// The file that makes a folder a skill.
@@ -122,6 +123,7 @@ impl Manifest {
 /// Parses `text`, the `SKILL.md` of the folder named `folder`.
 pub fn parse(text: &str, folder: &str) -> Result<Manifest, Rule> {
     let (front, body) = split_front_matter(text).ok_or(Rule::NoFrontMatter)?;
+    check_shape(front)?;
     let docs = YamlLoader::load_from_str(front).map_err(|e| Rule::Yaml(e.to_string()))?;
     let Some(Yaml::Hash(hash)) = docs.into_iter().next() else {
         return Err(Rule::NotAMapping);
@@ -241,6 +243,40 @@ pub fn parse(text: &str, folder: &str) -> Result<Manifest, Rule> {
         other: fields,
         body: body.trim_start_matches(['\r', '\n']).to_owned(),
     })
+}
+
+/// Deepest nesting of mappings and lists in front matter.
+const MAX_DEPTH: usize = 32;
+/// Most parser events (scalars, starts and ends) in front matter.
+const MAX_EVENTS: usize = 20_000;
+
+/// Refuses front matter that would be expensive to load before it is loaded: aliases (each is
+/// copied in full, so a few lines of nested aliases grow to gigabytes), deep nesting and very
+/// many nodes. Agent Skills front matter needs none of these.
+fn check_shape(front: &str) -> Result<(), Rule> {
+    let mut parser = yaml_rust2::parser::Parser::new_from_str(front);
+    let (mut depth, mut events) = (0usize, 0usize);
+    loop {
+        let (event, _) = parser.next_token().map_err(|e| Rule::Yaml(e.to_string()))?;
+        events += 1;
+        if events > MAX_EVENTS {
+            return Err(Rule::Yaml(format!("more than {MAX_EVENTS} values")));
+        }
+        match event {
+            Event::StreamEnd => return Ok(()),
+            Event::Alias(_) => {
+                return Err(Rule::Yaml("aliases (`*name`) are not accepted".into()));
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(Rule::Yaml(format!("nested deeper than {MAX_DEPTH} levels")));
+                }
+            }
+            Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
 }
 
 /// The front matter and the body of a `SKILL.md`, when it opens with a `---` line that a later

@@ -11,6 +11,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// Names skill tools cannot take.
+const RESERVED: [&str; 2] = ["skill", "skill_create"];
+
 /// Limits for the skills of every agent (`[skills]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkillSettings {
@@ -62,6 +65,12 @@ pub struct SkillSet {
         allow(dead_code, reason = "only WASM skills make HTTP requests")
     )]
     http: Arc<reef_tools::GuardedHttp>,
+    /// What the sandbox hides, resolved.
+    #[cfg_attr(
+        not(feature = "wasm"),
+        allow(dead_code, reason = "only WASM skills check it")
+    )]
+    hidden: Arc<Vec<PathBuf>>,
 }
 
 /// The WASM engine of a process, made when the first WASM skill runs (its epoch thread
@@ -141,6 +150,7 @@ impl SkillSet {
             std::time::Duration::from_secs(settings.http_timeout_secs),
             2 * 1024 * 1024,
         );
+        let hidden = Arc::new(sandbox.policy().hidden_paths());
         Self {
             wasm: Arc::new(WasmRuntime::new(home.join("cache").join("wasm"))),
             home,
@@ -151,6 +161,7 @@ impl SkillSet {
             warned: Mutex::new(HashSet::new()),
             secrets: Arc::new(reef_tools::Secrets::new(Vec::new())),
             http: Arc::new(http),
+            hidden,
         }
     }
 
@@ -189,12 +200,25 @@ impl SkillSet {
         let catalog = Arc::new(catalog);
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut folders = Vec::new();
+        if catalog.active().next().is_some() {
+            tools.push(Arc::new(SkillTool {
+                catalog: catalog.clone(),
+            }));
+        }
+        if self.capabilities.skill_write {
+            tools.push(Arc::new(CreateTool));
+        }
         for skill in catalog.active() {
-            let folder = skill.dir.path();
-            if !folder.starts_with(workspace) {
-                folders.push(folder);
+            // Folders outside the workspace, and those of home or installed skills wherever
+            // they are (reef's home may lie inside a workspace, hidden there).
+            if !matches!(skill.origin, crate::catalog::Origin::Workspace { .. }) {
+                folders.push(skill.dir.path());
             }
             if !skill.manifest.is_tool() {
+                continue;
+            }
+            if RESERVED.contains(&skill.name()) {
+                tracing::warn!(skill = %skill.name(), "a skill cannot be a tool named like reef's skill tools; it is left out");
                 continue;
             }
             match skill.manifest.tool_mode() {
@@ -215,6 +239,8 @@ impl SkillSet {
                         .then(|| self.http.clone()),
                     secrets: self.secrets.clone(),
                     max_output_chars: self.settings.max_output_chars,
+                    hidden: self.hidden.clone(),
+                    plain_http_hosts: self.settings.http_allow_hosts.clone(),
                 })),
                 #[cfg(not(feature = "wasm"))]
                 Mode::Wasm => {
@@ -223,14 +249,6 @@ impl SkillSet {
             }
         }
         let prompt = crate::prompt::section(&catalog, self.settings.prompt_max_chars);
-        if catalog.active().next().is_some() {
-            tools.push(Arc::new(SkillTool {
-                catalog: catalog.clone(),
-            }));
-        }
-        if self.capabilities.skill_write {
-            tools.push(Arc::new(CreateTool));
-        }
         tools.retain(|t| self.capabilities.allows_tool(&t.spec().name));
         Loaded {
             catalog,

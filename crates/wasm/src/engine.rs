@@ -53,7 +53,11 @@ impl WasmEngine {
     /// An engine caching compiled modules in `cache_dir` (none: compile every time).
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, WasmError> {
         let mut config = Config::new();
-        config.consume_fuel(true).epoch_interruption(true);
+        // One linear memory per module, so the cap is the module's memory.
+        config
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .wasm_multi_memory(false);
         let engine = Engine::new(&config).map_err(|e| WasmError::Setup(e.to_string()))?;
         let stop = Arc::new(AtomicBool::new(false));
         let (ticking, flag) = (engine.clone(), stop.clone());
@@ -135,7 +139,10 @@ impl WasmEngine {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
             }
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+            // A name of its own per writer: two first calls of one module may race here.
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
             std::fs::write(&tmp, bytes).map_err(|e| e.to_string())?;
             std::fs::rename(&tmp, path).map_err(|e| e.to_string())
         };

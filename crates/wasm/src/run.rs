@@ -70,32 +70,45 @@ pub(crate) struct State {
     pub(crate) http: Option<Arc<dyn HttpHost>>,
 }
 
+/// Counts every memory and table of the instance together against the cap (table elements
+/// at 8 bytes each).
 struct Limiter {
     cap: u64,
+    used: u64,
     hit: bool,
+}
+
+impl Limiter {
+    fn grow(&mut self, current: u64, desired: u64) -> bool {
+        let total = self.used.saturating_sub(current).saturating_add(desired);
+        if total > self.cap {
+            self.hit = true;
+            return false;
+        }
+        self.used = total;
+        true
+    }
 }
 
 impl ResourceLimiter for Limiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let ok = u64::try_from(desired).is_ok_and(|d| d <= self.cap);
-        if !ok {
-            self.hit = true;
-        }
-        Ok(ok)
+        let bytes = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        Ok(self.grow(bytes(current), bytes(desired)))
     }
 
     fn table_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= 1_000_000)
+        let bytes = |n: usize| u64::try_from(n).unwrap_or(u64::MAX).saturating_mul(8);
+        Ok(self.grow(bytes(current), bytes(desired)))
     }
 }
 
@@ -125,6 +138,7 @@ impl WasmEngine {
             wasi: builder.build_p1(),
             limiter: Limiter {
                 cap: limits.memory_bytes,
+                used: 0,
                 hit: false,
             },
             http: call.http,

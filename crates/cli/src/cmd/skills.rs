@@ -153,7 +153,9 @@ fn print_list(catalog: &Catalog) {
                 let tool = if s.manifest.is_tool() { " [tool]" } else { "" };
                 println!(
                     "{}{tool}  ({})\n    {}",
-                    f.name, f.origin, s.manifest.description
+                    f.name,
+                    f.origin,
+                    clean(&s.manifest.description)
                 );
                 let lost: Vec<String> = catalog
                     .found
@@ -176,10 +178,11 @@ fn print_list(catalog: &Catalog) {
             }
             State::Invalid { reason } => {
                 println!(
-                    "{}  ({})  INVALID\n    {}: {reason}",
-                    f.name,
+                    "{}  ({})  INVALID\n    {}: {}",
+                    clean(&f.name),
                     f.origin,
-                    f.path.display()
+                    clean(&f.path.display().to_string()),
+                    clean(reason)
                 );
             }
         }
@@ -215,7 +218,7 @@ fn show(catalog: &Catalog, name: &str) -> anyhow::Result<()> {
         found.origin,
         found.path.display()
     );
-    println!("description: {}", m.description);
+    println!("description: {}", clean(&m.description));
     if let Some(l) = &m.license {
         println!("license: {l}");
     }
@@ -237,7 +240,11 @@ fn show(catalog: &Catalog, name: &str) -> anyhow::Result<()> {
         );
     }
     let files: Vec<&str> = skill.files.iter().map(|f| f.path.as_str()).collect();
-    println!("files: {}\n\n{}", files.join(", "), m.body.trim_end());
+    println!(
+        "files: {}\n\n{}",
+        files.join(", "),
+        clean(m.body.trim_end())
+    );
     if let Origin::Installed { .. } = found.origin {
         println!("\n(installed: pinned in skills.lock)");
     }
@@ -271,9 +278,9 @@ async fn update(config: &Config, name: Option<&str>, yes: bool) -> anyhow::Resul
             plan.changes.len()
         );
         for change in &plan.changes {
-            println!("  {change}");
+            println!("  {}", clean(&change.to_string()));
         }
-        println!("{}", plan.diff);
+        println!("{}", clean(&plan.diff));
         if !yes && !confirm(&format!("replace {} with this version?", plan.name))? {
             println!("{}: kept as it was", plan.name);
             continue;
@@ -296,6 +303,20 @@ fn confirm(question: &str) -> anyhow::Result<bool> {
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
     Ok(matches!(line.trim(), "y" | "Y" | "yes"))
+}
+
+/// `text` with control characters other than newline and tab shown as escapes, so a skill's
+/// files cannot move the cursor or rewrite what the terminal shows (a diff to accept, above all).
+fn clean(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn short(commit: &str) -> String {

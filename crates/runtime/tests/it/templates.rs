@@ -46,6 +46,24 @@ fn the_six_builtins_load_and_only_the_manager_may_spawn() {
     assert!(researcher.capabilities.allows_tool("http_fetch"));
     let quick = templates.get("quick").unwrap();
     assert_eq!(quick.sandbox.memory_bytes, Some(512 * 1024 * 1024));
+    // Writing skills: the coder, and the manager so that the coders it spawns keep it.
+    for t in templates.iter() {
+        let writes = t.name == "coder" || t.name == "manager";
+        assert_eq!(t.capabilities.skill_write, writes, "{}", t.name);
+        assert!(t.skills.is_empty(), "{}: every skill by default", t.name);
+    }
+}
+
+#[test]
+fn a_template_selects_skills_by_pattern() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "docs.toml",
+        "description = \"d\"\npersona = \"p\"\nskills = [\"pdf\", \"git-*\"]\n",
+    );
+    let templates = Templates::load(dir.path()).unwrap();
+    assert_eq!(templates.get("docs").unwrap().skills, ["pdf", "git-*"]);
 }
 
 #[test]
@@ -127,6 +145,11 @@ fn bad_templates_name_the_file_and_the_key() {
             "w.toml",
             "description = \"d\"\npersona = \"  \"\n",
             &["persona"][..],
+        ),
+        (
+            "w.toml",
+            "description = \"d\"\npersona = \"p\"\nskills = [\"PDF tools\"]\n",
+            &["key `skills`", "\"PDF tools\" is not a skill name pattern"][..],
         ),
         (
             "Bad Name.toml",

@@ -62,7 +62,9 @@ pub(crate) fn plan(
             kind: Kind::Bind,
         });
     }
-    for path in read_only.iter().filter(|p| !p.starts_with(workspace)) {
+    // One inside the workspace is visible already, unless a hidden path masks it there.
+    let shown = |p: &&PathBuf| !p.starts_with(workspace) || hidden.iter().any(|h| p.starts_with(h));
+    for path in read_only.iter().filter(shown) {
         layers.push(Layer {
             path: path.clone(),
             kind: Kind::BindReadOnly,

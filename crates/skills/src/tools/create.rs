@@ -91,6 +91,14 @@ fn create(workspace: &Path, args: Args) -> Result<String, ToolError> {
             )));
         }
     }
+    // A file that would be the folder of another cannot be written: refuse before writing.
+    for a in args.files.keys() {
+        if args.files.keys().any(|b| b.starts_with(&format!("{a}/"))) {
+            return Err(invalid(format!(
+                "file {a:?} is also a folder of another file; give files distinct paths"
+            )));
+        }
+    }
     let ws = Workspace::open(workspace).map_err(|e| ToolError::Failed(e.to_string()))?;
     let failed = |e: WorkspaceError| ToolError::Failed(e.to_string());
     let dir = format!("skills/{}", args.name);

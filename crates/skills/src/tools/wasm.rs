@@ -4,7 +4,7 @@
 //! declares `writes-workspace`, and HTTP only to the domains the skill declares, with secrets
 //! put into headers by the host.
 
-use crate::catalog::{Skill, WASM_ENTRY};
+use crate::catalog::{Origin, Skill, WASM_ENTRY};
 use crate::folder::MAX_FILE;
 use crate::params::check_args;
 use crate::set::WasmRuntime;
@@ -16,6 +16,7 @@ use reef_wasm::{Call, HttpHost, Limits};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +32,10 @@ pub(crate) struct WasmTool {
     pub http: Option<Arc<GuardedHttp>>,
     pub secrets: Arc<Secrets>,
     pub max_output_chars: usize,
+    /// Paths the sandbox hides (resolved): a workspace holding one is not preopened.
+    pub hidden: Arc<Vec<PathBuf>>,
+    /// Hosts exempt from the SSRF check, the only ones a secret may reach over plain http.
+    pub plain_http_hosts: Vec<String>,
 }
 
 #[async_trait]
@@ -52,18 +57,43 @@ impl Tool for WasmTool {
         let bytes = self.skill.dir.read(WASM_ENTRY, MAX_FILE).map_err(failed)?;
         let hash = blake3::hash(&bytes).to_hex().to_string();
         if Some(&hash) != self.skill.entry_hash.as_ref() {
+            let until = match self.skill.origin {
+                Origin::Installed { .. } => "until `reef skills verify --accept` pins it again",
+                _ => "until the skill is checked again at the start of the next turn",
+            };
             return Err(failed(format!(
                 "{WASM_ENTRY} changed since the skill was checked (blake3 {hash}, pinned {}); \
-                 it is refused until the skill is verified again",
+                 it is refused {until}",
                 self.skill.entry_hash.as_deref().unwrap_or("none")
             )));
         }
+        // The module sees the whole workspace through WASI, which knows nothing of the paths
+        // the sandbox hides inside it: such a workspace is not shown at all.
+        let root = std::fs::canonicalize(&ctx.workspace).unwrap_or_else(|_| ctx.workspace.clone());
+        if let Some(h) = self.hidden.iter().find(|h| h.starts_with(&root)) {
+            return Err(failed(format!(
+                "the workspace holds {}, which reef hides from agents, so WASM skills cannot be \
+                 given it; work in a directory without it",
+                h.display()
+            )));
+        }
+        // Code the agent wrote itself gets no more than the defaults, no secrets and no writes.
+        let trusted = !matches!(self.skill.origin, Origin::Workspace { .. });
+        let clamp = |declared: Option<u64>, default: u64| match declared {
+            Some(v) if trusted || v <= default => v,
+            _ => default,
+        };
         let engine = self.wasm.engine().map_err(failed)?;
         let http: Option<Arc<dyn HttpHost>> = match &self.http {
             Some(client) if !m.domains.is_empty() => Some(Arc::new(SkillHttp {
                 skill: m.name.clone(),
                 domains: DomainAllowList::new(&m.domains),
-                secret_names: m.secrets.clone(),
+                secret_names: if trusted {
+                    m.secrets.clone()
+                } else {
+                    Vec::new()
+                },
+                plain_http_hosts: self.plain_http_hosts.clone(),
                 secrets: self.secrets.clone(),
                 client: client.clone(),
                 handle: tokio::runtime::Handle::current(),
@@ -72,11 +102,11 @@ impl Tool for WasmTool {
         };
         let call = Call {
             stdin: Value::Object(args).to_string().into_bytes(),
-            workspace: Some((ctx.workspace.clone(), m.writes_workspace)),
+            workspace: Some((root, m.writes_workspace && trusted)),
             program: WASM_ENTRY.into(),
             limits: Limits {
-                timeout: m.timeout_secs.map_or(DEFAULT_TIMEOUT, Duration::from_secs),
-                memory_bytes: m.memory_bytes.unwrap_or(DEFAULT_MEMORY),
+                timeout: Duration::from_secs(clamp(m.timeout_secs, DEFAULT_TIMEOUT.as_secs())),
+                memory_bytes: clamp(m.memory_bytes, DEFAULT_MEMORY),
                 ..Limits::default()
             },
             http,
@@ -117,6 +147,18 @@ struct Request {
     body: Option<String>,
 }
 
+/// Headers a module may not set.
+const HOP_HEADERS: [&str; 8] = [
+    "host",
+    "connection",
+    "content-length",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "keep-alive",
+];
+
 fn get() -> String {
     "GET".into()
 }
@@ -126,7 +168,9 @@ fn get() -> String {
 struct SkillHttp {
     skill: String,
     domains: DomainAllowList,
+    /// Secrets it may name: those its skill declares, none for a skill in the workspace.
     secret_names: Vec<String>,
+    plain_http_hosts: Vec<String>,
     secrets: Arc<Secrets>,
     client: Arc<GuardedHttp>,
     handle: tokio::runtime::Handle,
@@ -155,8 +199,27 @@ impl SkillHttp {
             ));
         }
         let mut headers = Vec::with_capacity(req.headers.len());
+        let mut with_secret = false;
         for (name, value) in req.headers {
-            headers.push((name, self.fill_secrets(&value)?));
+            // The host sets these itself: a module must not pick another virtual host or
+            // frame the request.
+            if HOP_HEADERS.contains(&name.to_ascii_lowercase().as_str())
+                || name.to_ascii_lowercase().starts_with("proxy-")
+            {
+                return Err(format!(
+                    "the header {name} is set by reef, not by the module"
+                ));
+            }
+            let filled = self.fill_secrets(&value)?;
+            with_secret |= filled != value;
+            headers.push((name, filled));
+        }
+        let exempt = self
+            .plain_http_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(host));
+        if with_secret && url.scheme() != "https" && !exempt {
+            return Err(format!("secrets are sent only over https, not to {url}"));
         }
         let reply = self
             .client
@@ -187,7 +250,8 @@ impl SkillHttp {
             let name = &rest[start + 2..start + 2 + len];
             if !self.secret_names.iter().any(|n| n == name) {
                 return Err(format!(
-                    "secret `{name}` is not declared by the skill `{}` (its `secrets` list)",
+                    "secret `{name}` is not declared by the skill `{}` (its `secrets` list; a \
+                     skill in the workspace gets none)",
                     self.skill
                 ));
             }

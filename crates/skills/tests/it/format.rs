@@ -249,6 +249,25 @@ fn every_rule_broken_is_named() {
 }
 
 #[test]
+fn alias_bombs_and_deep_nesting_are_refused_before_loading() {
+    let mut bomb = String::from(
+        "---\nname: x\ndescription: y\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+    );
+    for i in 1..10 {
+        let prev = format!("*a{}", i - 1);
+        bomb.push_str(&format!("a{i}: &a{i} [{}]\n", vec![prev; 9].join(", ")));
+    }
+    bomb.push_str("---\n");
+    let err = parse(&bomb, "x").unwrap_err();
+    assert!(err.to_string().contains("aliases"), "{err}");
+    let deep = format!(
+        "---\nname: x\ndescription: y\nm: {}\n---\n",
+        "- ".repeat(5000)
+    );
+    assert!(matches!(parse(&deep, "x"), Err(Rule::Yaml(_))));
+}
+
+#[test]
 fn the_simple_skill_helper_is_valid() {
     parse(&simple("git-release", "Cut a release."), "git-release").unwrap();
 }

@@ -285,3 +285,57 @@ async fn a_registry_that_cannot_be_fetched_installs_nothing() {
     assert!(!home.join("skills.lock").exists());
     assert!(installed(&home).is_empty());
 }
+
+#[tokio::test]
+async fn a_repository_that_is_one_skill_updates_cleanly_and_rm_takes_only_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("solo");
+    write_skill(
+        dir.path(),
+        "solo",
+        &simple("solo", "Alone."),
+        &[("run.sh", "echo solo\n")],
+    );
+    std::fs::set_permissions(
+        work.join("run.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    git(&work, &["init", "-q"]);
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-q", "-m", "first"]);
+    let bare = dir.path().join("solo.git");
+    git(
+        dir.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            bare.to_str().unwrap(),
+        ],
+    );
+    let installer = Installer::new(home.clone(), policy(vec![home.clone()]));
+    let source = Source::parse(bare.to_str().unwrap(), dir.path()).unwrap();
+    let report = installer.add(&source, None).await.unwrap();
+    assert_eq!(
+        report.installed[0].name, "solo",
+        "named after the repository"
+    );
+    let mode = std::fs::metadata(home.join("registry/solo/run.sh")).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o755
+    );
+    let plans = installer.plan_update(None).await.unwrap();
+    assert!(plans[0].changes.is_empty(), "{:?}", plans[0].changes);
+
+    for bad in ["", "..", "../home", "solo/.."] {
+        assert!(
+            matches!(installer.remove(bad), Err(SkillError::NotInstalled(_))),
+            "{bad:?}"
+        );
+    }
+    assert!(home.join("registry/solo").exists() && home.join("skills.lock").exists());
+}

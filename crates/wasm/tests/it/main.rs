@@ -177,3 +177,13 @@ fn compiled_modules_are_cached_by_hash_and_engine() {
         "[1]"
     );
 }
+
+#[test]
+fn a_second_memory_is_refused_so_the_cap_holds() {
+    let engine = WasmEngine::new(None).unwrap();
+    let bytes = ::wat::parse_str(r#"(module (memory 1) (memory $two 1) (func (export "_start")))"#)
+        .unwrap();
+    let hash = blake3::hash(&bytes).to_hex().to_string();
+    let err = engine.module(&bytes, &hash).unwrap_err();
+    assert!(matches!(err, WasmError::Invalid(_)), "{err}");
+}
