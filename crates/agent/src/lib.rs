@@ -27,12 +27,12 @@ pub use debug::{Debugger, Resume, Stop, StopAt, StopKind};
 pub use error::AgentError;
 pub use handle::{AgentHandle, spawn};
 pub use prompt::NOTES_FILE;
-pub use reef_sandbox::{HelperCommand, SandboxPolicy};
+pub use reef_sandbox::{HelperCommand, Sandbox, SandboxPolicy};
 pub use reef_tools::ToolRegistry;
 pub use session::{ModelResolver, Session, SessionOptions};
 pub use setup::{
-    DISABLED_WARNING, add_memory_tools, builtin_registry, builtin_tools, default_model,
-    fallback_warning, memory, model_client, policy_from_config, prices, provider_settings,
-    sandbox_policy, session_options, skill_set,
+    DISABLED_WARNING, add_memory_tools, builtin_registry, builtin_registry_in, builtin_tools,
+    default_model, fallback_warning, memory, model_client, policy_from_config, prices,
+    provider_settings, sandbox_policy, session_options, skill_set,
 };
 pub use textcalls::parse_text_tool_calls;

@@ -150,7 +150,12 @@ pub fn builtin_tools(config: &Config, policy: SandboxPolicy) -> Arc<ToolRegistry
 
 /// The built-in tools as a registry the caller can extend or narrow before use.
 pub fn builtin_registry(config: &Config, policy: SandboxPolicy) -> ToolRegistry {
-    let sandbox = Arc::new(Sandbox::new(policy));
+    builtin_registry_in(config, Arc::new(Sandbox::new(policy)))
+}
+
+/// The built-in tools running their commands in `sandbox` (shared with the agent's skills, so
+/// one session's commands share one cgroup and one network log).
+pub fn builtin_registry_in(config: &Config, sandbox: Arc<Sandbox>) -> ToolRegistry {
     let tools = BuiltinConfig {
         shell_timeout_secs: config.tools.shell_timeout_secs,
         max_shell_output_chars: config.tools.max_shell_output_chars,
@@ -163,11 +168,11 @@ pub fn builtin_registry(config: &Config, policy: SandboxPolicy) -> ToolRegistry 
 }
 
 /// The skills of an agent: those `select` names (patterns; empty: all) from reef's home and
-/// its workspace, their tools run in a sandbox with `policy` and narrowed to `capabilities`.
+/// its workspace, their tools run in `sandbox` (the agent's) and narrowed to `capabilities`.
 /// `None` when `[skills] enabled = false`.
 pub fn skill_set(
     config: &Config,
-    policy: SandboxPolicy,
+    sandbox: Arc<Sandbox>,
     select: Vec<String>,
     capabilities: reef_core::Capabilities,
 ) -> Option<reef_skills::SkillSet> {
@@ -183,14 +188,9 @@ pub fn skill_set(
         http_allow_hosts: Vec::new(),
         http_timeout_secs: config.tools.http_timeout_secs,
     };
-    let set = reef_skills::SkillSet::new(
-        config.home.clone(),
-        select,
-        settings,
-        Arc::new(Sandbox::new(policy)),
-    )
-    .with_capabilities(capabilities)
-    .with_secrets(config.secrets.clone());
+    let set = reef_skills::SkillSet::new(config.home.clone(), select, settings, sandbox)
+        .with_capabilities(capabilities)
+        .with_secrets(config.secrets.clone());
     Some(set)
 }
 

@@ -7,7 +7,8 @@ use crate::error::RuntimeError;
 use crate::gate::ApprovalGate;
 use crate::kernel::{Inner, Runtime, lock};
 use crate::tools::{AgentCtx, Kind, RuntimeTool};
-use reef_agent::{AgentError, AgentHandle, SandboxPolicy, Session, SessionOptions, ToolRegistry};
+use reef_agent::Sandbox;
+use reef_agent::{AgentError, AgentHandle, Session, SessionOptions, ToolRegistry};
 use reef_core::{ModelClient, TurnSettings};
 use reef_store::AgentRecord;
 use std::sync::{Arc, Weak};
@@ -30,7 +31,9 @@ pub(super) async fn open(
 ) -> Result<AgentHandle, OpenError> {
     let fatal = OpenError::Fatal;
     let model = model_for(rt, record.model.as_deref()).map_err(fatal)?;
-    let tools = Arc::new(registry_for(rt, record, Some(ctx)).map_err(fatal)?);
+    // One sandbox for the agent's built-in tools and its skills: one cgroup, one network log.
+    let sandbox = sandbox_for(rt, record);
+    let tools = Arc::new(registry_in(rt, record, Some(ctx), &sandbox).map_err(fatal)?);
     let store = rt.store().clone();
     let opts = session_options(rt, record);
     let session = match &record.session {
@@ -51,7 +54,7 @@ pub(super) async fn open(
             .await
             .map_err(|e| OpenError::Transient(e.into()))?;
     }
-    if let Some(skills) = skills_for(rt, record) {
+    if let Some(skills) = skills_in(rt, record, &sandbox) {
         session.set_skills(skills);
     }
     session.set_memory(rt.inner.memory.clone());
@@ -139,9 +142,15 @@ pub(crate) fn model_for(
     Ok(model)
 }
 
-/// The sandbox policy of the agent's commands: `[sandbox]` with its template's changes, on the
-/// backend the daemon's self-test chose; and the config it comes from.
-fn policy_for(rt: &Runtime, record: &AgentRecord) -> (reef_config::Config, SandboxPolicy) {
+/// The sandbox of the agent's commands and the config it comes from.
+struct AgentSandbox {
+    config: reef_config::Config,
+    sandbox: Arc<Sandbox>,
+}
+
+/// The agent's sandbox: `[sandbox]` with its template's changes, on the backend the daemon's
+/// self-test chose.
+fn sandbox_for(rt: &Runtime, record: &AgentRecord) -> AgentSandbox {
     let mut config = rt.config().clone();
     if let Some(template) = rt.templates().get(&record.template) {
         config.sandbox = template.sandbox.apply(&config.sandbox);
@@ -149,25 +158,36 @@ fn policy_for(rt: &Runtime, record: &AgentRecord) -> (reef_config::Config, Sandb
     let mut policy = reef_agent::policy_from_config(&config, rt.inner.policy.helper.clone());
     // The self-test ran once at start; a fallback applies to every agent.
     policy.backend = rt.inner.policy.backend;
-    (config, policy)
+    AgentSandbox {
+        config,
+        sandbox: Arc::new(Sandbox::new(policy)),
+    }
 }
 
-/// The agent's skills: those its template selects, with its capabilities.
-fn skills_for(rt: &Runtime, record: &AgentRecord) -> Option<Arc<reef_skills::SkillSet>> {
-    let (config, policy) = policy_for(rt, record);
+/// The agent's skills: those its template selects, with its capabilities, in `sandbox`.
+fn skills_in(
+    rt: &Runtime,
+    record: &AgentRecord,
+    sandbox: &AgentSandbox,
+) -> Option<Arc<reef_skills::SkillSet>> {
     let select = rt
         .templates()
         .get(&record.template)
         .map(|t| t.skills.clone())
         .unwrap_or_default();
-    let set = reef_agent::skill_set(&config, policy, select, record.capabilities.clone())?;
+    let set = reef_agent::skill_set(
+        &sandbox.config,
+        sandbox.sandbox.clone(),
+        select,
+        record.capabilities.clone(),
+    )?;
     Some(Arc::new(set.with_wasm(rt.inner.wasm.clone())))
 }
 
 /// The folders of the agent's skills outside its workspace, for a command run on its behalf
 /// outside a turn (an approved command).
 pub(crate) fn skill_folders(rt: &Runtime, record: &AgentRecord) -> Vec<std::path::PathBuf> {
-    skills_for(rt, record)
+    skills_in(rt, record, &sandbox_for(rt, record))
         .map(|set| set.load(std::path::Path::new(&record.workspace)).folders)
         .unwrap_or_default()
 }
@@ -180,8 +200,16 @@ pub(crate) fn registry_for(
     record: &AgentRecord,
     ctx: Option<Arc<AgentCtx>>,
 ) -> Result<ToolRegistry, RuntimeError> {
-    let (config, policy) = policy_for(rt, record);
-    let mut registry = reef_agent::builtin_registry(&config, policy);
+    registry_in(rt, record, ctx, &sandbox_for(rt, record))
+}
+
+fn registry_in(
+    rt: &Runtime,
+    record: &AgentRecord,
+    ctx: Option<Arc<AgentCtx>>,
+    sandbox: &AgentSandbox,
+) -> Result<ToolRegistry, RuntimeError> {
+    let mut registry = reef_agent::builtin_registry_in(&sandbox.config, sandbox.sandbox.clone());
     if let Some(ctx) = ctx {
         if let Some(shell) = registry.get("shell") {
             registry.register(Arc::new(ApprovalGate {

@@ -8,4 +8,5 @@ mod jobs;
 mod long_life;
 mod operator;
 mod routines;
+mod skills;
 mod templates;

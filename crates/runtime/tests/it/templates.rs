@@ -46,9 +46,9 @@ fn the_six_builtins_load_and_only_the_manager_may_spawn() {
     assert!(researcher.capabilities.allows_tool("http_fetch"));
     let quick = templates.get("quick").unwrap();
     assert_eq!(quick.sandbox.memory_bytes, Some(512 * 1024 * 1024));
-    // Writing skills: the coder, and the manager so that the coders it spawns keep it.
+    // Writing skills: the coder only (one spawned by the manager is clamped to its parent).
     for t in templates.iter() {
-        let writes = t.name == "coder" || t.name == "manager";
+        let writes = t.name == "coder";
         assert_eq!(t.capabilities.skill_write, writes, "{}", t.name);
         assert!(t.skills.is_empty(), "{}: every skill by default", t.name);
     }
