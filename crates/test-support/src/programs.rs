@@ -39,3 +39,28 @@ fn program(name: &str, package: &str) -> PathBuf {
         ),
     }
 }
+
+/// Runs `git ARGS…` in `dir` with a fixed identity and `main` as the default branch, for tests
+/// that build a repository (a skill registry).
+///
+/// # Panics
+/// When git is missing or the command fails (its stderr is in the message).
+pub fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=reef-test",
+            "-c",
+            "user.email=test@example.org",
+        ])
+        .args(["-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("git is needed (apt-get install git): {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

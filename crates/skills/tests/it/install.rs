@@ -3,29 +3,8 @@
 
 use crate::{policy, simple, write_skill};
 use reef_skills::{Installer, Roots, SkillError, Source, State, discover};
+use reef_test_support::git;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.org",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// A registry: a work tree with two skills committed, and a bare clone of it.
 fn registry(root: &Path) -> (PathBuf, PathBuf) {

@@ -82,6 +82,16 @@ pub(crate) fn policy(hidden: Vec<PathBuf>) -> SandboxPolicy {
     }
 }
 
+/// The tool named `name` among a skill set's tools.
+pub(crate) fn tool(loaded: &reef_skills::Loaded, name: &str) -> Arc<dyn reef_core::Tool> {
+    loaded
+        .tools
+        .iter()
+        .find(|t| t.spec().name == name)
+        .unwrap_or_else(|| panic!("no tool {name}"))
+        .clone()
+}
+
 pub(crate) fn ctx(workspace: &Path, read_only: Vec<PathBuf>) -> ToolContext {
     ToolContext {
         workspace: workspace.to_path_buf(),

@@ -1,7 +1,7 @@
 //! The tools skills bring, run as an agent runs them: through the real default sandbox, with
 //! reef's home hidden and the skill folders shown read-only.
 
-use crate::{PDF_SKILL, ctx, sandbox, simple, write_skill};
+use crate::{PDF_SKILL, ctx, sandbox, simple, tool, write_skill};
 use reef_core::{Capabilities, ToolError};
 use reef_skills::{SkillSet, SkillSettings};
 use serde_json::json;
@@ -36,15 +36,6 @@ fn set(home: &Path, capabilities: Capabilities) -> SkillSet {
         sandbox(vec![home.to_path_buf()]),
     )
     .with_capabilities(capabilities)
-}
-
-fn tool(loaded: &reef_skills::Loaded, name: &str) -> std::sync::Arc<dyn reef_core::Tool> {
-    loaded
-        .tools
-        .iter()
-        .find(|t| t.spec().name == name)
-        .unwrap_or_else(|| panic!("no tool {name}"))
-        .clone()
 }
 
 #[tokio::test]

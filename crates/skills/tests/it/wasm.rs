@@ -33,12 +33,7 @@ fn skill_set(home: &Path, settings: SkillSettings, caps: Capabilities) -> SkillS
 }
 
 fn tool_of(set: &SkillSet, ws: &Path, name: &str) -> Arc<dyn Tool> {
-    set.load(ws)
-        .tools
-        .iter()
-        .find(|t| t.spec().name == name)
-        .unwrap_or_else(|| panic!("no tool {name}"))
-        .clone()
+    crate::tool(&set.load(ws), name)
 }
 
 #[tokio::test]
