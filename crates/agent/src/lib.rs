@@ -28,7 +28,7 @@ pub use error::AgentError;
 pub use handle::{AgentHandle, spawn};
 pub use prompt::NOTES_FILE;
 pub use reef_sandbox::{HelperCommand, Sandbox, SandboxPolicy};
-pub use reef_tools::ToolRegistry;
+pub use reef_tools::{Secrets, ToolRegistry};
 pub use session::{ModelResolver, Session, SessionOptions};
 pub use setup::{
     DISABLED_WARNING, add_memory_tools, builtin_registry, builtin_registry_in, builtin_tools,

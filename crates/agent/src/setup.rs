@@ -168,11 +168,12 @@ pub fn builtin_registry_in(config: &Config, sandbox: Arc<Sandbox>) -> ToolRegist
 }
 
 /// The skills of an agent: those `select` names (patterns; empty: all) from reef's home and
-/// its workspace, their tools run in `sandbox` (the agent's) and narrowed to `capabilities`.
-/// `None` when `[skills] enabled = false`.
+/// its workspace, their tools run in `sandbox` (the agent's) and narrowed to `capabilities`,
+/// with the agent's `secrets` (its registry's). `None` when `[skills] enabled = false`.
 pub fn skill_set(
     config: &Config,
     sandbox: Arc<Sandbox>,
+    secrets: Arc<reef_tools::Secrets>,
     select: Vec<String>,
     capabilities: reef_core::Capabilities,
 ) -> Option<reef_skills::SkillSet> {
@@ -190,7 +191,7 @@ pub fn skill_set(
     };
     let set = reef_skills::SkillSet::new(config.home.clone(), select, settings, sandbox)
         .with_capabilities(capabilities)
-        .with_secrets(config.secrets.clone());
+        .with_secrets(secrets);
     Some(set)
 }
 

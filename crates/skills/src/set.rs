@@ -165,9 +165,10 @@ impl SkillSet {
         }
     }
 
-    /// Secrets WASM skills may name in their requests' headers.
-    pub fn with_secrets(mut self, secrets: Vec<reef_core::SecretSpec>) -> Self {
-        self.secrets = Arc::new(reef_tools::Secrets::new(secrets));
+    /// Secrets WASM skills may name in their requests' headers: the agent's own (its tool
+    /// registry's), so values they use are redacted and remembered like `shell`'s.
+    pub fn with_secrets(mut self, secrets: Arc<reef_tools::Secrets>) -> Self {
+        self.secrets = secrets;
         self
     }
 

@@ -30,6 +30,12 @@ impl ToolRegistry {
         self.secrets = secrets;
     }
 
+    /// The secrets the registry's tools use, for tools added beside it (skills) that put
+    /// secrets into what they do: values they read are then redacted and remembered the same way.
+    pub fn secrets(&self) -> Arc<Secrets> {
+        self.secrets.clone()
+    }
+
     /// A tool output with every secret value any call has used replaced by `[secret NAME]`.
     /// The agent applies this to every tool result before the model or the store sees it.
     pub fn redact(&self, output: &str) -> String {

@@ -27,14 +27,15 @@ impl Tools {
         let helper = super::sandbox::helper()?;
         let (policy, warning) = reef_agent::sandbox_policy(config, Some(helper)).await?;
         let sandbox = Arc::new(reef_sandbox::Sandbox::new(policy));
+        let mut registry = reef_agent::builtin_registry_in(config, sandbox.clone());
         let mut skills = reef_agent::skill_set(
             config,
-            sandbox.clone(),
+            sandbox,
+            registry.secrets(),
             Vec::new(),
             reef_core::Capabilities::default(),
         )
         .map(Arc::new);
-        let mut registry = reef_agent::builtin_registry_in(config, sandbox);
         if let Some(store) = store {
             let memory = reef_agent::memory(config, store.clone());
             // The operator's own agent may write the memory every agent reads.

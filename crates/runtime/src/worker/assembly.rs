@@ -34,6 +34,7 @@ pub(super) async fn open(
     // One sandbox for the agent's built-in tools and its skills: one cgroup, one network log.
     let sandbox = sandbox_for(rt, record);
     let tools = Arc::new(registry_in(rt, record, Some(ctx), &sandbox).map_err(fatal)?);
+    let skills = skills_in(rt, record, &sandbox, tools.secrets());
     let store = rt.store().clone();
     let opts = session_options(rt, record);
     let session = match &record.session {
@@ -54,7 +55,7 @@ pub(super) async fn open(
             .await
             .map_err(|e| OpenError::Transient(e.into()))?;
     }
-    if let Some(skills) = skills_in(rt, record, &sandbox) {
+    if let Some(skills) = skills {
         session.set_skills(skills);
     }
     session.set_memory(rt.inner.memory.clone());
@@ -164,11 +165,13 @@ fn sandbox_for(rt: &Runtime, record: &AgentRecord) -> AgentSandbox {
     }
 }
 
-/// The agent's skills: those its template selects, with its capabilities, in `sandbox`.
+/// The agent's skills: those its template selects, with its capabilities, in `sandbox`, with
+/// the secrets of its tool registry.
 fn skills_in(
     rt: &Runtime,
     record: &AgentRecord,
     sandbox: &AgentSandbox,
+    secrets: Arc<reef_agent::Secrets>,
 ) -> Option<Arc<reef_skills::SkillSet>> {
     let select = rt
         .templates()
@@ -178,6 +181,7 @@ fn skills_in(
     let set = reef_agent::skill_set(
         &sandbox.config,
         sandbox.sandbox.clone(),
+        secrets,
         select,
         record.capabilities.clone(),
     )?;
@@ -187,7 +191,8 @@ fn skills_in(
 /// The folders of the agent's skills outside its workspace, for a command run on its behalf
 /// outside a turn (an approved command).
 pub(crate) fn skill_folders(rt: &Runtime, record: &AgentRecord) -> Vec<std::path::PathBuf> {
-    skills_in(rt, record, &sandbox_for(rt, record))
+    let secrets = Arc::new(reef_agent::Secrets::new(Vec::new()));
+    skills_in(rt, record, &sandbox_for(rt, record), secrets)
         .map(|set| set.load(std::path::Path::new(&record.workspace)).folders)
         .unwrap_or_default()
 }

@@ -221,6 +221,10 @@ impl SkillHttp {
         if with_secret && url.scheme() != "https" && !exempt {
             return Err(format!("secrets are sent only over https, not to {url}"));
         }
+        if with_secret {
+            // Remembered before the request leaves, as for a `shell` command given a secret.
+            self.secrets.persist().await.map_err(|e| e.to_string())?;
+        }
         let reply = self
             .client
             .send(

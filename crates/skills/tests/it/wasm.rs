@@ -158,13 +158,13 @@ async fn a_wasm_skill_calls_its_domain_with_a_secret_it_never_sees() {
         http_allow_hosts: vec!["localhost".into()],
         ..SkillSettings::default()
     };
-    let set = skill_set(&home, settings.clone(), Capabilities::default()).with_secrets(vec![
-        SecretSpec {
+    let set = skill_set(&home, settings.clone(), Capabilities::default()).with_secrets(Arc::new(
+        reef_tools::Secrets::new(vec![SecretSpec {
             name: "API_TOKEN".into(),
             source: SecretSource::File(secret_file.clone()),
             description: None,
-        },
-    ]);
+        }]),
+    ));
     let out = tool_of(&set, &ws, "ping")
         .call(&ctx(&ws, Vec::new()), json!({}))
         .await
@@ -305,14 +305,13 @@ async fn agent_written_wasm_gets_no_secrets_and_no_workspace_holding_hidden_path
         &wat::http(host),
         "domains: [api.example.org]\n",
     );
-    let set =
-        skill_set(&home, SkillSettings::default(), Capabilities::default()).with_secrets(vec![
-            SecretSpec {
-                name: "API_TOKEN".into(),
-                source: SecretSource::File(secret_file),
-                description: None,
-            },
-        ]);
+    let set = skill_set(&home, SkillSettings::default(), Capabilities::default()).with_secrets(
+        Arc::new(reef_tools::Secrets::new(vec![SecretSpec {
+            name: "API_TOKEN".into(),
+            source: SecretSource::File(secret_file),
+            description: None,
+        }])),
+    );
     let c = ctx(&ws, Vec::new());
     let leak = tool_of(&set, &ws, "leak")
         .call(&c, json!({}))
