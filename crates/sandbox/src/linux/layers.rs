@@ -455,6 +455,14 @@ mod tests {
     use super::{Kind, Layer, plan};
     use std::path::PathBuf;
 
+    /// Each layer as (path, kind), in the order the plan applies them.
+    fn order(layers: &[Layer]) -> Vec<(&str, Kind)> {
+        layers
+            .iter()
+            .map(|l| (l.path.to_str().unwrap(), l.kind))
+            .collect()
+    }
+
     fn layer(path: &str, kind: Kind) -> Layer {
         Layer {
             path: PathBuf::from(path),
@@ -492,12 +500,8 @@ mod tests {
             &[],
             &[PathBuf::from("/home/u/.ssh"), PathBuf::from("/home/u/.git")],
         );
-        let order: Vec<(&str, Kind)> = layers
-            .iter()
-            .map(|l| (l.path.to_str().unwrap(), l.kind))
-            .collect();
         assert_eq!(
-            order,
+            order(&layers),
             vec![
                 ("/cache", Kind::Bind),
                 ("/home/u", Kind::Bind),
@@ -521,12 +525,8 @@ mod tests {
             ],
             &[PathBuf::from("/h/.reef")],
         );
-        let order: Vec<(&str, Kind)> = layers
-            .iter()
-            .map(|l| (l.path.to_str().unwrap(), l.kind))
-            .collect();
         assert_eq!(
-            order,
+            order(&layers),
             vec![
                 ("/w", Kind::Bind),
                 ("/h/.reef", Kind::Mask),
