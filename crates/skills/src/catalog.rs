@@ -145,23 +145,24 @@ impl Catalog {
     pub fn get(&self, name: &str) -> Option<&Arc<Skill>> {
         self.active().find(|s| s.name() == name)
     }
-
-    /// Keeps only the skills whose name `keep` accepts (a template's `skills` list).
-    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
-        self.found.retain(|f| keep(&f.name));
-    }
 }
 
 /// Finds every skill under `roots`.
 pub fn discover(roots: &Roots) -> Catalog {
+    discover_selected(roots, &|_| true)
+}
+
+/// Finds the skills under `roots` whose folder name `keep` accepts; the others are not read
+/// (nor, when installed, hashed).
+pub fn discover_selected(roots: &Roots, keep: &dyn Fn(&str) -> bool) -> Catalog {
     let mut found = Vec::new();
     if let Some(ws) = &roots.workspace {
         for dir in WORKSPACE_DIRS {
-            scan(ws, dir, &Origin::Workspace { dir }, &mut found);
+            scan(ws, dir, &Origin::Workspace { dir }, keep, &mut found);
         }
     }
-    scan(&roots.home_skills(), "", &Origin::Home, &mut found);
-    scan_installed(roots, &mut found);
+    scan(&roots.home_skills(), "", &Origin::Home, keep, &mut found);
+    scan_installed(roots, keep, &mut found);
     // Stable: within one origin the folders stay in name order.
     found.sort_by_key(|f| f.origin.rank());
     let mut catalog = Catalog { found: Vec::new() };
@@ -184,7 +185,13 @@ pub fn discover(roots: &Roots) -> Catalog {
 }
 
 /// The skill folders in `root`/`sub` (`sub` empty: `root` itself holds them).
-fn scan(root: &Path, sub: &str, origin: &Origin, out: &mut Vec<Found>) {
+fn scan(
+    root: &Path,
+    sub: &str,
+    origin: &Origin,
+    keep: &dyn Fn(&str) -> bool,
+    out: &mut Vec<Found>,
+) {
     let ws = match Workspace::open(root) {
         Ok(ws) => ws,
         Err(_) => return, // no such directory: no skills there
@@ -210,7 +217,7 @@ fn scan(root: &Path, sub: &str, origin: &Origin, out: &mut Vec<Found>) {
     };
     for entry in entries {
         let name = entry.name().to_string_lossy().into_owned();
-        if name.starts_with('.') {
+        if name.starts_with('.') || !keep(&name) {
             continue;
         }
         let rel = entry.path.as_path().to_string_lossy().into_owned();
@@ -237,7 +244,7 @@ fn scan(root: &Path, sub: &str, origin: &Origin, out: &mut Vec<Found>) {
 }
 
 /// Installed skills, each checked against its entry in `skills.lock`.
-fn scan_installed(roots: &Roots, out: &mut Vec<Found>) {
+fn scan_installed(roots: &Roots, keep: &dyn Fn(&str) -> bool, out: &mut Vec<Found>) {
     let start = out.len();
     scan(
         &roots.installed(),
@@ -245,6 +252,7 @@ fn scan_installed(roots: &Roots, out: &mut Vec<Found>) {
         &Origin::Installed {
             source: "an unknown source".into(),
         },
+        keep,
         out,
     );
     if out.len() == start {

@@ -2,7 +2,7 @@
 //! turn is offered from the next): the prompt section listing them, the tools they bring, and
 //! the folders its commands may read.
 
-use crate::catalog::{Catalog, Roots, State, discover, glob_match};
+use crate::catalog::{Catalog, Roots, State, discover_selected, glob_match};
 use crate::manifest::Mode;
 use crate::tools::{CommandTool, CreateTool, SkillTool};
 use reef_core::{Capabilities, Tool};
@@ -192,11 +192,13 @@ impl SkillSet {
 
     /// The skills as they are now for an agent working in `workspace`.
     pub fn load(&self, workspace: &Path) -> Loaded {
-        let mut catalog = discover(&Roots {
-            workspace: Some(workspace.to_path_buf()),
-            home: self.home.clone(),
-        });
-        catalog.retain(|name| self.selects(name));
+        let catalog = discover_selected(
+            &Roots {
+                workspace: Some(workspace.to_path_buf()),
+                home: self.home.clone(),
+            },
+            &|name| self.selects(name),
+        );
         self.warn_invalid(&catalog);
         let catalog = Arc::new(catalog);
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
@@ -219,7 +221,10 @@ impl SkillSet {
                 continue;
             }
             if RESERVED.contains(&skill.name()) {
-                tracing::warn!(skill = %skill.name(), "a skill cannot be a tool named like reef's skill tools; it is left out");
+                self.warn_once(
+                    &format!("{}\0reserved", skill.dir.path().display()),
+                    "a skill cannot be a tool named like reef's skill tools; it is left out",
+                );
                 continue;
             }
             match skill.manifest.tool_mode() {
@@ -261,14 +266,21 @@ impl SkillSet {
 
     /// Logs each skipped skill once, naming its file and the rule it broke.
     fn warn_invalid(&self, catalog: &Catalog) {
-        let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
         for f in &catalog.found {
             if let State::Invalid { reason } = &f.state {
-                let key = format!("{}\0{reason}", f.path.display());
-                if warned.insert(key) {
-                    tracing::warn!(skill = %f.path.display(), "skill skipped: {reason}");
-                }
+                self.warn_once(
+                    &format!("{}\0{reason}", f.path.display()),
+                    &format!("skill {} skipped: {reason}", f.path.display()),
+                );
             }
+        }
+    }
+
+    /// Logs `message` the first time `key` is seen: skills are found again every turn.
+    fn warn_once(&self, key: &str, message: &str) {
+        let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
+        if warned.insert(key.to_owned()) {
+            tracing::warn!("{message}");
         }
     }
 }
