@@ -14,6 +14,7 @@ pub(crate) fn signal_group(pgid: Option<Pid>, signal: Signal) {
 
 /// Kills the process group with SIGKILL when dropped, unless disarmed. Held across the
 /// whole of `Sandbox::run`, so dropping the `run` future kills every process it started.
+#[derive(Debug)]
 pub(crate) struct GroupGuard {
     pgid: Option<Pid>,
 }

@@ -13,6 +13,7 @@ mod probe;
 mod proxy;
 mod request;
 mod runner;
+mod spawned;
 
 pub use descriptors::raise_open_files_limit;
 pub use error::SandboxError;
@@ -27,3 +28,4 @@ pub use proxy::{
 };
 pub use request::{ExecOutput, ExecRequest};
 pub use runner::{Sandbox, self_test};
+pub use spawned::Spawned;

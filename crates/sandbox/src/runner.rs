@@ -83,15 +83,7 @@ impl Sandbox {
     /// child exits, the rest of its group is killed. If this future is dropped, the whole
     /// group is killed with SIGKILL.
     pub async fn run(&self, req: ExecRequest) -> Result<ExecOutput, SandboxError> {
-        let start_dir = req.workspace.join(req.checked_cwd()?);
-        let dir_ok = tokio::fs::metadata(&start_dir)
-            .await
-            .map(|m| m.is_dir())
-            .unwrap_or(false);
-        if !dir_ok {
-            return Err(SandboxError::CwdMissing { cwd: start_dir });
-        }
-
+        check_start_dir(&req).await?;
         let start = Instant::now();
         let mut child = self
             .command(&req)?
@@ -154,7 +146,7 @@ impl Sandbox {
         })
     }
 
-    fn command(&self, req: &ExecRequest) -> Result<Command, SandboxError> {
+    pub(crate) fn command(&self, req: &ExecRequest) -> Result<Command, SandboxError> {
         let (mut cmd, policy_env) = match self.policy.backend {
             SandboxBackend::Plain => {
                 let mut cmd = Command::new(&req.program);
@@ -238,6 +230,21 @@ impl Sandbox {
         // terminal through which it could reach reef's.
         crate::linux::new_session(&mut cmd);
         Ok(cmd)
+    }
+}
+
+/// Refuses a request whose start directory is not a plain relative path to an existing
+/// directory of the workspace.
+pub(crate) async fn check_start_dir(req: &ExecRequest) -> Result<(), SandboxError> {
+    let start_dir = req.workspace.join(req.checked_cwd()?);
+    let dir_ok = tokio::fs::metadata(&start_dir)
+        .await
+        .map(|m| m.is_dir())
+        .unwrap_or(false);
+    if dir_ok {
+        Ok(())
+    } else {
+        Err(SandboxError::CwdMissing { cwd: start_dir })
     }
 }
 

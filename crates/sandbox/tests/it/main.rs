@@ -6,4 +6,5 @@ mod escape;
 mod kill;
 mod probe;
 mod run;
+mod spawn;
 mod support;
