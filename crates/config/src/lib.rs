@@ -13,6 +13,7 @@ mod error;
 mod heartbeat;
 mod hooks;
 mod layers;
+mod mcp;
 mod memory;
 mod project;
 mod raw;
@@ -35,6 +36,9 @@ pub use error::ConfigError;
 pub use heartbeat::{DEFAULT_STUCK_AFTER, HeartbeatConfig, JobsConfig, active_window};
 pub use hooks::{DEFAULT_MAX_BODY, HookConfig, HookRoute, HooksConfig};
 pub use layers::{LoadOptions, Origin};
+pub use mcp::{
+    ConfigValue, MAX_SERVER_NAME, McpConfig, McpServerConfig, McpTransport, valid_server_name,
+};
 pub use memory::{DEFAULT_EMBEDDER, EmbedderChoice, MemoryConfig};
 pub use resolve::{
     Config, ConfigEntry, DEFAULT_LOCAL_MODEL, LOCAL_PROVIDER, ModelsConfig, PriceConfig,

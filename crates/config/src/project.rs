@@ -10,7 +10,7 @@ use std::path::Path;
 pub(crate) const MAX_PROJECT_FILE: u64 = 1024 * 1024;
 
 /// Key families a project file may set only when trusted: (prefix, shown as, why).
-const RESTRICTED: [(&str, &str, &str); 16] = [
+const RESTRICTED: [(&str, &str, &str); 17] = [
     (
         "prices",
         "prices.*",
@@ -79,6 +79,11 @@ const RESTRICTED: [(&str, &str, &str); 16] = [
         "it could wake your agents on a schedule, spending your budget",
     ),
     ("jobs", "jobs.*", "it could fail every turn as stuck"),
+    (
+        "mcp",
+        "mcp.*",
+        "it could start programs and connect your agents to other servers",
+    ),
 ];
 
 /// A key a project file may not set without trust.

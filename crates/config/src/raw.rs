@@ -33,6 +33,7 @@ pub(crate) struct ConfigToml {
     pub heartbeat: Option<crate::heartbeat::HeartbeatToml>,
     pub jobs: Option<crate::heartbeat::JobsToml>,
     pub skills: Option<crate::skills::SkillsToml>,
+    pub mcp: Option<crate::mcp::McpToml>,
     #[serde(default)]
     pub routines: BTreeMap<String, crate::routines::RoutineFields>,
 }

@@ -114,6 +114,8 @@ pub struct Config {
     pub jobs: crate::heartbeat::JobsConfig,
     /// `[skills]`.
     pub skills: crate::skills::SkillsConfig,
+    /// `[mcp]`: the MCP servers agents may use.
+    pub mcp: crate::mcp::McpConfig,
     /// Config files that were found and read, lowest precedence first.
     pub files: Vec<PathBuf>,
     entries: Vec<ConfigEntry>,
@@ -253,6 +255,12 @@ impl Config {
         )?;
         let jobs = crate::heartbeat::resolve_jobs(parsed.jobs.unwrap_or_default(), &origin_of)?;
         let skills = crate::skills::resolve_skills(parsed.skills.unwrap_or_default(), &origin_of)?;
+        let mcp = crate::mcp::resolve(
+            parsed.mcp.unwrap_or_default(),
+            &secrets,
+            &opts.env,
+            &origin_of,
+        )?;
         let agent =
             crate::agent::resolve(parsed.agent.unwrap_or_default(), &providers, &origin_of)?;
         let tools = parsed.tools.unwrap_or_default();
@@ -302,6 +310,7 @@ impl Config {
             heartbeat,
             jobs,
             skills,
+            mcp,
             files: merged.files,
             entries: Vec::new(),
         };

@@ -36,7 +36,7 @@ impl fmt::Display for SandboxBackendName {
 }
 
 /// The configured network access of sandboxed processes (`sandbox.network`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NetworkModeName {
     /// No network at all.
@@ -121,28 +121,8 @@ pub(crate) fn resolve(
     for domain in &allow_domains {
         check_domain(domain).map_err(|message| invalid("allow_domains", message))?;
     }
-    let mut writable = Vec::new();
-    for path in raw.writable.unwrap_or_default() {
-        let expanded = match path.strip_prefix("~/") {
-            Some(rest) => match env.get("HOME").filter(|h| !h.is_empty()) {
-                Some(home) => Path::new(home).join(rest),
-                None => {
-                    return Err(invalid(
-                        "writable",
-                        format!("`{path}` starts with ~/ but HOME is not set"),
-                    ));
-                }
-            },
-            None => PathBuf::from(&path),
-        };
-        if !expanded.is_absolute() {
-            return Err(invalid(
-                "writable",
-                format!("`{path}` is not an absolute path (the workspace is always writable)"),
-            ));
-        }
-        writable.push(expanded);
-    }
+    let writable = writable_paths(raw.writable.unwrap_or_default(), env)
+        .map_err(|message| invalid("writable", message))?;
     let backend = raw.backend.unwrap_or(defaults.backend);
     let required = raw.required.unwrap_or(defaults.required);
     if required && backend == SandboxBackendName::None {
@@ -248,6 +228,30 @@ impl<'de> Deserialize<'de> for ByteSize {
         }
         deserializer.deserialize_any(Visitor)
     }
+}
+
+/// `writable` paths made absolute: `~/` expands to `HOME`; anything else must be absolute.
+pub(crate) fn writable_paths(
+    paths: Vec<String>,
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<PathBuf>, String> {
+    let mut writable = Vec::with_capacity(paths.len());
+    for path in paths {
+        let expanded = match path.strip_prefix("~/") {
+            Some(rest) => match env.get("HOME").filter(|h| !h.is_empty()) {
+                Some(home) => Path::new(home).join(rest),
+                None => return Err(format!("`{path}` starts with ~/ but HOME is not set")),
+            },
+            None => PathBuf::from(&path),
+        };
+        if !expanded.is_absolute() {
+            return Err(format!(
+                "`{path}` is not an absolute path (the workspace is always writable)"
+            ));
+        }
+        writable.push(expanded);
+    }
+    Ok(writable)
 }
 
 /// Checks one `allow_domains` entry: a host name (`example.com`) or a suffix pattern

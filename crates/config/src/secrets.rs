@@ -84,7 +84,7 @@ pub(crate) fn resolve(
     Ok(out)
 }
 
-fn is_env_name(name: &str) -> bool {
+pub(crate) fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()

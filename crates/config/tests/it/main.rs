@@ -7,6 +7,7 @@ mod context;
 mod errors;
 mod hooks;
 mod layering;
+mod mcp;
 mod memory;
 mod project;
 mod routines;

@@ -1,0 +1,1 @@
+//! reef-mcp: MCP client and server.
