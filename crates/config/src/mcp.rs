@@ -37,6 +37,7 @@ pub(crate) struct McpServerToml {
     pub network: Option<NetworkModeName>,
     pub allow_domains: Option<Vec<String>>,
     pub writable: Option<Vec<String>>,
+    pub read_only: Option<Vec<String>>,
 }
 
 /// `NAME = "value"` or `NAME = { secret = "SECRET" }`.
@@ -82,6 +83,9 @@ pub struct McpServerConfig {
     pub allow_domains: Option<Vec<String>>,
     /// Paths a program may write besides its own directory, instead of `[sandbox] writable`.
     pub writable: Option<Vec<PathBuf>>,
+    /// Paths a program may read (and run from) besides the system directories: its code, a
+    /// virtualenv, a `node_modules`.
+    pub read_only: Vec<PathBuf>,
 }
 
 impl McpServerConfig {
@@ -251,6 +255,7 @@ fn resolve_server(
                 ("network", raw.network.is_some()),
                 ("allow_domains", raw.allow_domains.is_some()),
                 ("writable", raw.writable.is_some()),
+                ("read_only", raw.read_only.is_some()),
             ] {
                 if set {
                     return Err(invalid(
@@ -305,6 +310,8 @@ fn resolve_server(
         .map(|paths| writable_paths(paths, env))
         .transpose()
         .map_err(|m| invalid("writable", m))?;
+    let read_only = writable_paths(raw.read_only.unwrap_or_default(), env)
+        .map_err(|m| invalid("read_only", m))?;
     Ok(McpServerConfig {
         name: name.to_owned(),
         transport,
@@ -314,6 +321,7 @@ fn resolve_server(
         network: raw.network,
         allow_domains: raw.allow_domains,
         writable,
+        read_only,
     })
 }
 

@@ -230,7 +230,7 @@ impl<'de> Deserialize<'de> for ByteSize {
     }
 }
 
-/// `writable` paths made absolute: `~/` expands to `HOME`; anything else must be absolute.
+/// Configured paths made absolute: `~/` expands to `HOME`; anything else must be absolute.
 pub(crate) fn writable_paths(
     paths: Vec<String>,
     env: &BTreeMap<String, String>,
@@ -245,9 +245,7 @@ pub(crate) fn writable_paths(
             None => PathBuf::from(&path),
         };
         if !expanded.is_absolute() {
-            return Err(format!(
-                "`{path}` is not an absolute path (the workspace is always writable)"
-            ));
+            return Err(format!("`{path}` is not an absolute path"));
         }
         writable.push(expanded);
     }

@@ -10,6 +10,7 @@
 mod anthropic;
 mod home;
 mod ircd;
+pub mod mcp;
 mod ollama;
 mod openai;
 mod programs;

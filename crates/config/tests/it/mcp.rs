@@ -21,7 +21,7 @@ fn a_program_server_and_a_url_server_resolve_with_their_defaults() {
         "[mcp]\nmax_tools_per_server = 40\n\n\
          [mcp.servers.fs]\ncommand = \"node\"\nargs = [\"server.js\", \"/data\"]\n\
          env = { MODE = \"ro\", TOKEN = { secret = \"GH_TOKEN\" } }\n\
-         network = \"allowlist\"\nallow_domains = [\"api.github.com\"]\nwritable = [\"~/notes\"]\n\
+         network = \"allowlist\"\nallow_domains = [\"api.github.com\"]\nwritable = [\"~/notes\"]\nread_only = [\"/opt/venv\"]\n\
          templates = [\"coder\"]\n\n\
          [mcp.servers.hosted]\nurl = \"https://mcp.example.com/mcp\"\n\
          headers = { X-Team = \"blue\" }\nbearer_token_secret = \"GH_TOKEN\"\ntimeout_secs = 5\n\
@@ -44,6 +44,7 @@ fn a_program_server_and_a_url_server_resolve_with_their_defaults() {
     assert_eq!(fs.timeout_secs, 60);
     assert_eq!(fs.network, Some(NetworkModeName::Allowlist));
     assert_eq!(fs.writable, Some(vec![PathBuf::from("/home/ada/notes")]));
+    assert_eq!(fs.read_only, vec![PathBuf::from("/opt/venv")]);
     assert!(fs.offered_to("coder") && !fs.offered_to("manager"));
     let hosted = &config.mcp.servers["hosted"];
     assert_eq!(

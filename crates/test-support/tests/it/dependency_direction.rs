@@ -36,6 +36,18 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                 ][..],
             ),
         ),
+        (
+            "reef-mcp",
+            Some(
+                &[
+                    "reef-core",
+                    "reef-config",
+                    "reef-llm",
+                    "reef-sandbox",
+                    "reef-workspace",
+                ][..],
+            ),
+        ),
         ("reef-wasm", Some(&[][..])),
         ("reef-workspace", Some(&[][..])),
         ("reef-channels", Some(&["reef-core", "reef-config"][..])),

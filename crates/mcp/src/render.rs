@@ -1,0 +1,149 @@
+//! A server's answer as text for the model: text as is, structured content as JSON when no
+//! text says it already, images and audio saved to the workspace (the path is returned),
+//! links and embedded resources by their URI.
+
+use crate::types::{CallResult, Content, PromptMessages, ResourceContents};
+use base64::Engine as _;
+use reef_workspace::Workspace;
+use std::path::Path;
+
+/// Where saved media go, inside the workspace.
+pub const MEDIA_DIR: &str = "mcp-files";
+/// The largest media block saved (decoded); larger ones are described, not saved.
+const MAX_MEDIA: usize = 20 * 1024 * 1024;
+
+/// A tool result as text. `label` names the files saved (`SERVER-TOOL`).
+pub fn call_result(result: &CallResult, workspace: &Path, label: &str) -> String {
+    let mut parts: Vec<String> = result
+        .content
+        .iter()
+        .enumerate()
+        .map(|(i, block)| content(block, workspace, label, i))
+        .collect();
+    if let Some(structured) = &result.structured {
+        let said = result.content.iter().any(|c| match c {
+            Content::Text(t) => {
+                serde_json::from_str::<serde_json::Value>(t).ok().as_ref() == Some(structured)
+            }
+            _ => false,
+        });
+        if !said {
+            parts.push(format!("structured result: {structured}"));
+        }
+    }
+    if parts.is_empty() {
+        "(the tool returned nothing)".to_owned()
+    } else {
+        parts.join("\n")
+    }
+}
+
+/// A resource's contents as text.
+pub fn resource(contents: &[ResourceContents], workspace: &Path, label: &str) -> String {
+    if contents.is_empty() {
+        return "(the resource is empty)".to_owned();
+    }
+    contents
+        .iter()
+        .enumerate()
+        .map(|(i, c)| embedded(c, workspace, label, i))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A prompt's messages as text, one `[role]` heading each.
+pub fn prompt(messages: &PromptMessages, workspace: &Path, label: &str) -> String {
+    let mut out = String::new();
+    if let Some(description) = &messages.description {
+        out.push_str(description);
+        out.push('\n');
+    }
+    for (i, (role, block)) in messages.messages.iter().enumerate() {
+        out.push_str(&format!(
+            "[{role}]\n{}\n",
+            content(block, workspace, label, i)
+        ));
+    }
+    out
+}
+
+fn content(block: &Content, workspace: &Path, label: &str, index: usize) -> String {
+    match block {
+        Content::Text(text) => text.clone(),
+        Content::Media { data, mime_type } => save(data, mime_type, workspace, label, index),
+        Content::Link { uri, name } => match name {
+            Some(name) => format!("[resource {uri} ({name}): read it with mcp_read_resource]"),
+            None => format!("[resource {uri}: read it with mcp_read_resource]"),
+        },
+        Content::Resource(contents) => embedded(contents, workspace, label, index),
+    }
+}
+
+fn embedded(contents: &ResourceContents, workspace: &Path, label: &str, index: usize) -> String {
+    match (&contents.text, &contents.blob) {
+        (Some(text), _) => format!("[resource {}]\n{text}", contents.uri),
+        (None, Some(blob)) => {
+            let mime = contents
+                .mime_type
+                .as_deref()
+                .unwrap_or("application/octet-stream");
+            format!(
+                "[resource {}] {}",
+                contents.uri,
+                save(blob, mime, workspace, label, index)
+            )
+        }
+        (None, None) => format!("[resource {}: empty]", contents.uri),
+    }
+}
+
+/// Decodes base64 `data` into a new file of the workspace's [`MEDIA_DIR`]; says where, or
+/// why not.
+fn save(data: &str, mime: &str, workspace: &Path, label: &str, index: usize) -> String {
+    let bytes = match base64::engine::general_purpose::STANDARD.decode(data.trim()) {
+        Ok(bytes) => bytes,
+        Err(err) => return format!("[{mime} data that is not valid base64: {err}]"),
+    };
+    if bytes.len() > MAX_MEDIA {
+        return format!("[{mime}, {} bytes: too large to save]", bytes.len());
+    }
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    let safe: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let rel = format!("{MEDIA_DIR}/{safe}-{stamp}-{index}.{}", extension(mime));
+    let written = Workspace::open(workspace).and_then(|ws| {
+        ws.create_dir_all(&ws.resolve(MEDIA_DIR)?)?;
+        ws.create_new(&ws.resolve(&rel)?, &bytes)
+    });
+    match written {
+        Ok(()) => format!("[{mime}, {} bytes, saved to {rel}]", bytes.len()),
+        Err(err) => format!("[{mime}, {} bytes, not saved: {err}]", bytes.len()),
+    }
+}
+
+fn extension(mime: &str) -> &'static str {
+    match mime {
+        "image/png" => "png",
+        "image/jpeg" => "jpg",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "image/svg+xml" => "svg",
+        "audio/wav" | "audio/x-wav" => "wav",
+        "audio/mpeg" => "mp3",
+        "audio/ogg" => "ogg",
+        "application/pdf" => "pdf",
+        "text/plain" => "txt",
+        _ => "bin",
+    }
+}

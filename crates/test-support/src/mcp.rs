@@ -1,0 +1,64 @@
+//! Third-party MCP programs for tests: the official Python SDK (in the venv `.ci/run` makes)
+//! running the scripts in `test-support/mcp/`, and the reference servers from npm
+//! (`@modelcontextprotocol/server-everything`, `server-filesystem`), installed by `.ci/run`.
+
+use std::path::PathBuf;
+
+/// The Python that has the `mcp` SDK (2.x): `REEF_TEST_PYTHON`, else the venv `.ci/run`
+/// makes in `~/.cache/reef/venv`.
+///
+/// # Panics
+/// When that Python cannot import `mcp` (the message says how to install it).
+pub fn mcp_python() -> PathBuf {
+    let python = std::env::var_os("REEF_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cache_dir().join("venv/bin/python"));
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import mcp.server.mcpserver"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "{} cannot import the mcp SDK; install it with: python3 -m venv ~/.cache/reef/venv && \
+         ~/.cache/reef/venv/bin/pip install 'mcp>=2.3,<3' (or set REEF_TEST_PYTHON)",
+        python.display()
+    );
+    python
+}
+
+/// A script of `test-support/mcp/` (`py_server.py`, `bad_server.py`).
+pub fn mcp_script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("mcp")
+        .join(name)
+}
+
+/// The entry point of an npm reference server (`server-everything`, `server-filesystem`),
+/// from `REEF_TEST_MCP_NODE` or `~/.cache/reef/mcp-node` (its `node_modules`).
+///
+/// # Panics
+/// When it is not installed (the message says how).
+pub fn node_server(package: &str) -> PathBuf {
+    let root = std::env::var_os("REEF_TEST_MCP_NODE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cache_dir().join("mcp-node"));
+    let entry = root
+        .join("node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js");
+    assert!(
+        entry.is_file(),
+        "{} is missing; install it with: mkdir -p ~/.cache/reef/mcp-node && cd \
+         ~/.cache/reef/mcp-node && npm install @modelcontextprotocol/{package}@2026.8.31 (or set \
+         REEF_TEST_MCP_NODE)",
+        entry.display()
+    );
+    entry
+}
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default()
+        .join(".cache/reef")
+}
