@@ -113,6 +113,10 @@ pub struct Session {
     pub(crate) programs: std::sync::OnceLock<small::Programs>,
     /// Skills, found again at the start of every turn.
     pub(crate) skills: Option<crate::skills::SessionSkills>,
+    /// MCP servers, whose tools are listed again at the start of every turn.
+    pub(crate) mcp: Option<reef_mcp::McpAccess>,
+    /// The session's own tools, before skills and MCP servers were laid over them.
+    pub(crate) own_tools: Option<Arc<ToolRegistry>>,
 }
 
 impl Session {
@@ -163,6 +167,8 @@ impl Session {
             pauses: PauseClock::default(),
             programs: std::sync::OnceLock::new(),
             skills: None,
+            mcp: None,
+            own_tools: None,
         }
     }
 

@@ -1,6 +1,6 @@
 //! A session's skills: found again at the start of every turn, their tools laid over the
-//! session's own, their list added to the system prompt, and their folders shown read-only to
-//! the turn's commands.
+//! session's own (see `layers.rs`), their list added to the system prompt, and their folders
+//! shown read-only to the turn's commands.
 
 use crate::session::Session;
 use reef_skills::{Loaded, SkillSet};
@@ -8,26 +8,25 @@ use reef_tools::ToolRegistry;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The skills of a session and the tools it had before them.
+/// The skills of a session, as last loaded.
 pub(crate) struct SessionSkills {
     set: Arc<SkillSet>,
-    base: Arc<ToolRegistry>,
     loaded: Loaded,
 }
 
 impl Session {
     /// Gives the session `skills`, loaded at the start of each turn.
     pub fn set_skills(&mut self, skills: Arc<SkillSet>) {
+        self.keep_own_tools();
         self.skills = Some(SessionSkills {
             set: skills,
-            base: self.tools.clone(),
             loaded: Loaded::default(),
         });
     }
 
-    /// Finds the skills again and rebuilds the tool registry: the session's own tools, then
-    /// each skill tool whose name none of them has.
-    pub(crate) async fn refresh_skills(&mut self) {
+    /// Finds the skills again and adds their tools to `registry`: each skill tool whose
+    /// name none of the session's own tools has.
+    pub(crate) async fn load_skills(&mut self, registry: &mut ToolRegistry) {
         let Some(skills) = &mut self.skills else {
             return;
         };
@@ -39,7 +38,6 @@ impl Session {
                 return;
             }
         };
-        let mut registry = (*skills.base).clone();
         for tool in &loaded.tools {
             let name = tool.spec().name;
             if registry.get(&name).is_some() {
@@ -49,7 +47,6 @@ impl Session {
             registry.register(tool.clone());
         }
         skills.loaded = loaded;
-        self.tools = Arc::new(registry);
     }
 
     /// The folders of the skills in use that lie outside the workspace.

@@ -30,7 +30,7 @@ impl Session {
         };
         self.turn = TurnState::default();
         self.pauses.reset();
-        self.refresh_skills().await;
+        self.refresh_tools().await;
         emitter.emit(EventMsg::TurnStarted {
             session_id: self.id.clone(),
         });

@@ -1,5 +1,5 @@
 //! A server's answer as text for the model: text as is, structured content as JSON when no
-//! text says it already, images and audio saved to the workspace (the path is returned),
+//! text says it already (see `said_in_text`), images and audio saved to the workspace (the path is returned),
 //! links and embedded resources by their URI.
 
 use crate::types::{CallResult, Content, PromptMessages, ResourceContents};
@@ -20,22 +20,31 @@ pub fn call_result(result: &CallResult, workspace: &Path, label: &str) -> String
         .enumerate()
         .map(|(i, block)| content(block, workspace, label, i))
         .collect();
-    if let Some(structured) = &result.structured {
-        let said = result.content.iter().any(|c| match c {
-            Content::Text(t) => {
-                serde_json::from_str::<serde_json::Value>(t).ok().as_ref() == Some(structured)
-            }
-            _ => false,
-        });
-        if !said {
-            parts.push(format!("structured result: {structured}"));
-        }
+    if let Some(structured) = &result.structured
+        && !said_in_text(structured, &result.content)
+    {
+        parts.push(format!("structured result: {structured}"));
     }
     if parts.is_empty() {
         "(the tool returned nothing)".to_owned()
     } else {
         parts.join("\n")
     }
+}
+
+/// Whether a text block already says `structured`: it is that JSON, or `structured` is the
+/// `{"result": V}` the SDKs wrap a plain return value in, and the text is V.
+fn said_in_text(structured: &serde_json::Value, content: &[Content]) -> bool {
+    let wrapped = structured
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .and_then(|o| o.get("result"));
+    content.iter().any(|c| {
+        let Content::Text(text) = c else { return false };
+        let parsed = serde_json::from_str::<serde_json::Value>(text).ok();
+        parsed.as_ref() == Some(structured)
+            || wrapped.is_some_and(|v| v.as_str() == Some(text) || parsed.as_ref() == Some(v))
+    })
 }
 
 /// A resource's contents as text.
@@ -145,5 +154,36 @@ fn extension(mime: &str) -> &'static str {
         "application/pdf" => "pdf",
         "text/plain" => "txt",
         _ => "bin",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn text_of(content: Vec<Content>, structured: serde_json::Value) -> String {
+        let result = CallResult {
+            content,
+            structured: Some(structured),
+            is_error: false,
+        };
+        call_result(&result, Path::new("/nonexistent"), "t")
+    }
+
+    #[test]
+    fn structured_content_is_shown_once() {
+        let text = |t: &str| vec![Content::Text(t.into())];
+        assert_eq!(text_of(text("5"), json!({"result": 5})), "5");
+        assert_eq!(text_of(text("hi"), json!({"result": "hi"})), "hi");
+        assert_eq!(text_of(text(r#"{"a":1}"#), json!({"a": 1})), r#"{"a":1}"#);
+        assert_eq!(
+            text_of(text("sunny"), json!({"temp": 20})),
+            "sunny\nstructured result: {\"temp\":20}"
+        );
+        assert_eq!(
+            text_of(Vec::new(), json!({"temp": 20})),
+            "structured result: {\"temp\":20}"
+        );
     }
 }

@@ -61,6 +61,9 @@ pub(crate) struct Inner {
     pub scheduler: crate::scheduler::Handle,
     /// The WASM engine every agent's WASM skills run on (made on first use).
     pub wasm: Arc<reef_skills::WasmRuntime>,
+    /// The configured MCP servers, started when an agent first uses them; `None` when there
+    /// are none.
+    pub mcp: Option<Arc<reef_mcp::McpHub>>,
 }
 
 /// What a start found and repaired.
@@ -97,6 +100,7 @@ impl Runtime {
             ),
         }
         .map_err(|message| RuntimeError::invalid("approvals", message))?;
+        let mcp = reef_agent::mcp_hub(&opts.config, policy.clone());
         let (bus, pump) = Bus::start(store.clone(), after);
         let (shutdown, _) = watch::channel(false);
         let runtime = Runtime {
@@ -106,6 +110,7 @@ impl Runtime {
                 wasm: Arc::new(reef_skills::WasmRuntime::new(
                     opts.config.home.join("cache").join("wasm"),
                 )),
+                mcp,
                 config: opts.config,
                 templates: opts.templates,
                 store,
@@ -245,12 +250,29 @@ impl Runtime {
             self.inner.lost_events.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(error = %err, "cannot record the daemon's stop");
         }
+        if let Some(hub) = &self.inner.mcp {
+            hub.shutdown().await;
+        }
         self.inner.bus.poke();
         // Let the pump publish the last events before it is stopped.
         tokio::task::yield_now().await;
         for task in lock(&self.inner.background).drain(..) {
             task.abort();
         }
+    }
+
+    /// The state of every configured MCP server (empty when none is configured).
+    pub fn mcp_status(&self) -> Vec<reef_mcp::ServerStatus> {
+        self.inner
+            .mcp
+            .as_ref()
+            .map(|hub| hub.status())
+            .unwrap_or_default()
+    }
+
+    /// The MCP servers of this daemon, when any is configured.
+    pub fn mcp(&self) -> Option<Arc<reef_mcp::McpHub>> {
+        self.inner.mcp.clone()
     }
 
     /// Events that could not be written to the history since the daemon started.

@@ -46,6 +46,9 @@ pub struct Template {
     /// `skills = ["pdf", "git-*"]`: the skills its agents get, by name pattern (`*` and `?`);
     /// empty: every skill.
     pub skills: Vec<String>,
+    /// `mcp = ["github"]`: MCP servers its agents get besides those offered to every
+    /// template (`[mcp.servers.NAME] templates`).
+    pub mcp: Vec<String>,
     pub source: TemplateSource,
 }
 
@@ -257,6 +260,8 @@ struct TemplateToml {
     schedule_task: Option<String>,
     #[serde(default)]
     skills: Option<Vec<String>>,
+    #[serde(default)]
+    mcp: Vec<String>,
 }
 
 #[derive(Default, Deserialize)]
@@ -369,6 +374,12 @@ fn parse(name: &str, text: &str, source: TemplateSource) -> Result<Template, Tem
             ));
         }
     }
+    if let Some(bad) = raw.mcp.iter().find(|n| !reef_config::valid_server_name(n)) {
+        return Err(invalid(
+            "mcp",
+            format!("{bad:?} cannot name an MCP server (letters, digits, - and _)"),
+        ));
+    }
     Ok(Template {
         name: name.to_owned(),
         description: raw.description,
@@ -386,6 +397,7 @@ fn parse(name: &str, text: &str, source: TemplateSource) -> Result<Template, Tem
         channels: raw.channels,
         schedule,
         skills,
+        mcp: raw.mcp,
         source,
     })
 }

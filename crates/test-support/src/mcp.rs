@@ -62,3 +62,35 @@ fn cache_dir() -> PathBuf {
         .unwrap_or_default()
         .join(".cache/reef")
 }
+
+/// The folders a sandboxed `mcp_python()` needs to read: the venv, the installation its
+/// interpreter comes from, and the scripts of `test-support/mcp/`.
+pub fn python_read_only() -> Vec<PathBuf> {
+    let python = mcp_python();
+    let real = std::fs::canonicalize(&python).unwrap_or_else(|_| python.clone());
+    let prefix = real
+        .ancestors()
+        .nth(2)
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let venv = python
+        .ancestors()
+        .nth(2)
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    vec![venv, prefix, mcp_script("")]
+}
+
+/// `[mcp.servers.NAME]` running `py_server.py` over stdio, as a user writes it, with `env`.
+pub fn python_server_toml(name: &str, env: &[(&str, &str)]) -> String {
+    let quote = |p: &std::path::Path| format!("{:?}", p.display().to_string());
+    let read_only: Vec<String> = python_read_only().iter().map(|p| quote(p)).collect();
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+    format!(
+        "[mcp.servers.{name}]\ncommand = {}\nargs = [{}]\nread_only = [{}]\nenv = {{ {} }}\n",
+        quote(&mcp_python()),
+        quote(&mcp_script("py_server.py")),
+        read_only.join(", "),
+        env.join(", ")
+    )
+}

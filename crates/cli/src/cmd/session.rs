@@ -20,12 +20,19 @@ pub struct Tools {
     pub warning: Option<String>,
     /// Skills from reef's home and the workspace; `None` when disabled or tools are off.
     pub skills: Option<Arc<reef_skills::SkillSet>>,
+    /// The MCP servers offered to every agent; `None` when there are none or tools are off.
+    pub mcp: Option<reef_mcp::McpAccess>,
 }
 
 impl Tools {
     pub async fn from_config(config: &Config, store: Option<&Store>) -> anyhow::Result<Tools> {
         let helper = super::sandbox::helper()?;
         let (policy, warning) = reef_agent::sandbox_policy(config, Some(helper)).await?;
+        let mut mcp = reef_agent::mcp_hub(config, policy.clone()).map(|hub| {
+            // The operator's own agent has no template: it gets the servers offered to all.
+            let servers = hub.servers_for("");
+            reef_mcp::McpAccess { hub, servers }
+        });
         let sandbox = Arc::new(reef_sandbox::Sandbox::new(policy));
         let mut registry = reef_agent::builtin_registry_in(config, sandbox.clone());
         let mut skills = reef_agent::skill_set(
@@ -47,11 +54,13 @@ impl Tools {
             tracing::info!(%model, "the model cannot call tools; the session offers none");
             registry = ToolRegistry::default();
             skills = None;
+            mcp = None;
         }
         Ok(Tools {
             registry: Arc::new(registry),
             warning,
             skills,
+            mcp,
         })
     }
 }
@@ -77,6 +86,7 @@ pub async fn open(
     config.provider()?;
     let model = reef_agent::default_model(config)?;
     let skills = tools.skills.clone();
+    let mcp = tools.mcp.clone();
     let tools = tools.registry.clone();
     let workspace = std::env::current_dir().context("cannot read the current directory")?;
     let opts = reef_agent::session_options(config, workspace);
@@ -90,6 +100,9 @@ pub async fn open(
     let mut session = session;
     if let Some(skills) = skills {
         session.set_skills(skills);
+    }
+    if let Some(mcp) = mcp.filter(|m| !m.servers.is_empty()) {
+        session.set_mcp(mcp);
     }
     Ok(session)
 }

@@ -61,19 +61,11 @@ pub fn bad_server(name: &str, mode: &str) -> McpServerConfig {
     python(name, &[script.to_str().unwrap(), mode])
 }
 
-/// `python args…` with the venv, its interpreter's installation and the scripts shown
-/// read-only to the sandbox, as a user configures `read_only` for such a server.
+/// `python args…` with what it needs to read shown to the sandbox, as a user configures
+/// `read_only` for such a server.
 fn python(name: &str, args: &[&str]) -> McpServerConfig {
-    let venv_python = mcp_python();
-    let real = std::fs::canonicalize(&venv_python).unwrap();
-    let prefix = real.parent().and_then(Path::parent).unwrap().to_path_buf();
-    let venv = venv_python
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .to_path_buf();
-    let mut config = stdio(name, &venv_python, args);
-    config.read_only = vec![venv, prefix, mcp_script("")];
+    let mut config = stdio(name, &mcp_python(), args);
+    config.read_only = reef_test_support::mcp::python_read_only();
     config
 }
 

@@ -58,6 +58,9 @@ pub(super) async fn open(
     if let Some(skills) = skills {
         session.set_skills(skills);
     }
+    if let Some(mcp) = mcp_for(rt, record) {
+        session.set_mcp(mcp);
+    }
     session.set_memory(rt.inner.memory.clone());
     session.set_debugger(rt.debugger(record));
     let weak: Weak<Inner> = Arc::downgrade(&rt.inner);
@@ -186,6 +189,35 @@ fn skills_in(
         record.capabilities.clone(),
     )?;
     Some(Arc::new(set.with_wasm(rt.inner.wasm.clone())))
+}
+
+/// The agent's MCP servers: those offered to every template or to its own, and those its
+/// template names. `None` when it has none.
+fn mcp_for(rt: &Runtime, record: &AgentRecord) -> Option<reef_mcp::McpAccess> {
+    let hub = rt.inner.mcp.clone()?;
+    let mut servers = hub.servers_for(&record.template);
+    let named = rt
+        .templates()
+        .get(&record.template)
+        .map(|t| t.mcp.clone())
+        .unwrap_or_default();
+    let configured = &rt.config().mcp.servers;
+    for name in named {
+        match configured.get(&name) {
+            Some(server) if server.enabled => {
+                if !servers.contains(&name) {
+                    servers.push(name);
+                }
+            }
+            Some(_) => {}
+            None => tracing::warn!(
+                template = %record.template,
+                server = %name,
+                "the template names an MCP server that is not configured"
+            ),
+        }
+    }
+    (!servers.is_empty()).then_some(reef_mcp::McpAccess { hub, servers })
 }
 
 /// The folders of the agent's skills outside its workspace, for a command run on its behalf

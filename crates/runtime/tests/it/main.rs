@@ -6,6 +6,7 @@ mod daemon;
 mod debug;
 mod jobs;
 mod long_life;
+mod mcp;
 mod operator;
 mod routines;
 mod skills;

@@ -1,0 +1,101 @@
+//! MCP servers in the daemon: an agent calls a third-party server's tools, reads its
+//! resource and gets its prompt through the real sandbox, and an interrupted turn cancels
+//! the server's work.
+
+use crate::daemon::{count, daemon_at, spawn, wait_for};
+use reef_runtime::Sender;
+use reef_store::JobState;
+use reef_test_support::mcp::python_server_toml;
+use reef_test_support::{MockReply, RecordedRequest};
+use serde_json::json;
+use std::sync::Arc;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_uses_a_python_sdk_servers_tool_resource_and_prompt() {
+    let d = daemon_at(
+        Arc::new(|req: &RecordedRequest| match req.tool_results().len() {
+            0 => MockReply::tool_call("py__echo", json!({"text": "from the agent"})),
+            1 => MockReply::tool_call(
+                "mcp_read_resource",
+                json!({"server": "py", "uri": "note://hello"}),
+            ),
+            2 => MockReply::tool_call(
+                "mcp_get_prompt",
+                json!({"server": "py", "name": "greet", "arguments": {"name": "Ann"}}),
+            ),
+            _ => MockReply::text("all three worked"),
+        }),
+        "",
+        &python_server_toml("py", &[]),
+        None,
+        |_| {},
+    )
+    .await;
+    let rt = &d.runtime;
+    rt.spawn_agent(
+        reef_runtime::SpawnRequest {
+            task: Some("use the server".into()),
+            ..spawn("ada", "worker")
+        },
+        None,
+    )
+    .await
+    .unwrap();
+    wait_for(rt, "the turn", |e| count(e, "turn.ended") >= 1).await;
+
+    let requests = d.mock.requests();
+    let tools = requests[0].tool_names();
+    for name in ["py__echo", "py__add", "mcp_read_resource", "mcp_get_prompt"] {
+        assert!(tools.iter().any(|t| t == name), "{name} in {tools:?}");
+    }
+    let results = requests.last().unwrap().tool_results();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results[0], "from the agent");
+    assert!(results[1].contains("hello from python"), "{}", results[1]);
+    assert!(results[2].contains("[user]\nHello, Ann!"), "{}", results[2]);
+    let status = rt.mcp_status();
+    assert_eq!(status[0].state, "running");
+    assert_eq!(status[0].starts, 1);
+    rt.shutdown().await;
+    assert_eq!(rt.mcp_status()[0].state, "stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_turn_cancels_the_servers_work() {
+    let home_log = tempfile::tempdir().unwrap();
+    let log = home_log.path().join("events.log");
+    let d = daemon_at(
+        Arc::new(|req: &RecordedRequest| {
+            if req.ends_with_tool_result() {
+                MockReply::text("stopped")
+            } else {
+                MockReply::tool_call("py__slow", json!({"steps": 200}))
+            }
+        }),
+        "",
+        &format!(
+            "{}writable = [{:?}]\n",
+            python_server_toml("py", &[("PY_SERVER_LOG", log.to_str().unwrap())]),
+            home_log.path().display().to_string()
+        ),
+        None,
+        |_| {},
+    )
+    .await;
+    let rt = &d.runtime;
+    rt.spawn_agent(spawn("ada", "worker"), None).await.unwrap();
+    rt.send_message("ada", Sender::Operator, "be slow", "k1", None)
+        .await
+        .unwrap();
+    wait_for(rt, "the server's progress", |_| {
+        rt.mcp_status().first().is_some_and(|s| s.progress >= 2)
+    })
+    .await;
+    let running = rt.list_jobs(Some(JobState::Running), 10).await.unwrap();
+    rt.cancel_job(running[0].id).await.unwrap();
+    wait_for(rt, "the server to see the cancellation", |_| {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("cancelled slow"))
+    })
+    .await;
+    rt.shutdown().await;
+}
