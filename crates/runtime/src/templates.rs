@@ -360,25 +360,19 @@ fn parse(name: &str, text: &str, source: TemplateSource) -> Result<Template, Tem
         }
     };
     let skills = raw.skills.unwrap_or_default();
-    for pattern in &skills {
-        let plain = pattern
+    let pattern = |p: &String| {
+        let plain = p
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '*' | '?'));
-        if pattern.is_empty() || pattern.len() > 64 || !plain {
-            return Err(invalid(
-                "skills",
-                format!(
-                    "{pattern:?} is not a skill name pattern (lowercase letters, digits, -, and \
-                     * or ? as wildcards)"
-                ),
-            ));
-        }
+        !p.is_empty() && p.len() <= 64 && plain
+    };
+    if let Some(bad) = skills.iter().find(|p| !pattern(p)) {
+        let why = "is not a skill name pattern (lowercase letters, digits, -, and * or ?)";
+        return Err(invalid("skills", format!("{bad:?} {why}")));
     }
     if let Some(bad) = raw.mcp.iter().find(|n| !reef_config::valid_server_name(n)) {
-        return Err(invalid(
-            "mcp",
-            format!("{bad:?} cannot name an MCP server (letters, digits, - and _)"),
-        ));
+        let why = "cannot name an MCP server (letters, digits, - and _)";
+        return Err(invalid("mcp", format!("{bad:?} {why}")));
     }
     Ok(Template {
         name: name.to_owned(),

@@ -152,6 +152,11 @@ fn bad_templates_name_the_file_and_the_key() {
             &["key `skills`", "\"PDF tools\" is not a skill name pattern"][..],
         ),
         (
+            "w.toml",
+            "description = \"d\"\npersona = \"p\"\nmcp = [\"a__b\"]\n",
+            &["key `mcp`", "\"a__b\" cannot name an MCP server"][..],
+        ),
+        (
             "Bad Name.toml",
             "description = \"d\"\npersona = \"p\"\n",
             &["Bad Name", "a-z"][..],
