@@ -97,6 +97,12 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::skill_args::SkillsCommand,
     },
+    /// MCP: the configured servers (list, tools, call by hand, resources, prompts, add, rm),
+    /// and reef itself as an MCP server (`reef mcp serve`).
+    Mcp {
+        #[command(subcommand)]
+        command: crate::mcp_args::McpCommand,
+    },
     /// Long-term memory: add, search, list, forget, import a folder of notes.
     Memory {
         #[command(subcommand)]

@@ -23,6 +23,14 @@ pub struct Exit {
 }
 
 impl Exit {
+    /// A failure while doing what was asked (exit code 1).
+    pub fn runtime(message: impl Into<String>) -> anyhow::Error {
+        anyhow::Error::new(Exit {
+            code: RUNTIME,
+            message: message.into(),
+        })
+    }
+
     pub fn usage(message: impl Into<String>) -> anyhow::Error {
         anyhow::Error::new(Exit {
             code: USAGE,

@@ -10,6 +10,7 @@ mod cmd;
 mod daemon_args;
 mod exit;
 mod home;
+mod mcp_args;
 mod render;
 mod routine_args;
 mod skill_args;

@@ -236,6 +236,21 @@ pub fn clip(text: &str, max: usize) -> String {
     }
 }
 
+/// `text` with control characters other than newline and tab shown as escapes, so text from
+/// elsewhere (a skill's files, an MCP server's answers) cannot move the cursor or rewrite what
+/// the terminal shows.
+pub fn clean(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,8 @@
-//! reef-mcp: reef as a client of MCP servers. Configured servers (`[mcp.servers.NAME]`) are
-//! started on first use, a program inside reef's sandbox or a URL over streamable HTTP, and
-//! their tools, resources and prompts become tools of the agents that have them. The SDK
-//! (rmcp) is used behind reef's own [`Connection`] trait, in one file.
+//! reef-mcp: reef as a client of MCP servers, and as a server. Configured servers
+//! (`[mcp.servers.NAME]`) are started on first use, a program inside reef's sandbox or a URL
+//! over streamable HTTP, and their tools, resources and prompts become tools of the agents
+//! that have them. What reef offers to MCP hosts is an [`McpHost`], served on stdio or at
+//! `/mcp`. The SDK (rmcp) stays behind reef's own types, in two files.
 
 mod client;
 mod error;
@@ -9,6 +10,7 @@ mod hub;
 mod launch;
 mod names;
 mod render;
+mod serve;
 mod tools;
 mod types;
 mod wire;
@@ -18,7 +20,10 @@ pub use error::McpError;
 pub use hub::{McpHub, ServerStatus, ToolList};
 pub use launch::Launcher;
 pub use names::{MAX_SCHEMA_BYTES, MAX_TOOL_NAME, Offered, offer, public_name};
-pub use render::MEDIA_DIR;
+pub use render::{
+    MEDIA_DIR, call_result as render_call, prompt as render_prompt, resource as render_resource,
+};
+pub use serve::{Change, HostError, HttpGuard, McpHost, RemoteHost, http_router, serve_stdio};
 pub use tools::McpAccess;
 pub use types::{
     CallResult, Content, PromptArgument, PromptInfo, PromptMessages, ResourceContents,

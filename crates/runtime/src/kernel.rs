@@ -261,20 +261,6 @@ impl Runtime {
         }
     }
 
-    /// The state of every configured MCP server (empty when none is configured).
-    pub fn mcp_status(&self) -> Vec<reef_mcp::ServerStatus> {
-        self.inner
-            .mcp
-            .as_ref()
-            .map(|hub| hub.status())
-            .unwrap_or_default()
-    }
-
-    /// The MCP servers of this daemon, when any is configured.
-    pub fn mcp(&self) -> Option<Arc<reef_mcp::McpHub>> {
-        self.inner.mcp.clone()
-    }
-
     /// Events that could not be written to the history since the daemon started.
     pub fn lost_events(&self) -> u64 {
         self.inner.lost_events.load(Ordering::Relaxed)

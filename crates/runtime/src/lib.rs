@@ -15,6 +15,7 @@ mod expiry;
 mod gate;
 mod jobs;
 mod kernel;
+mod mcp;
 mod messaging;
 pub mod operator;
 mod questions;

@@ -11,6 +11,7 @@ mod error;
 mod extract;
 mod handlers;
 mod hooks;
+mod mcp;
 mod openai;
 mod openapi;
 mod routes;
@@ -33,14 +34,16 @@ pub struct AppState {
     pub(crate) hook_refusals: Arc<hooks::Refusals>,
 }
 
-/// The router: every API route behind the bearer token `token`, and the webhooks.
-pub fn router(runtime: Runtime, token: &str) -> Router {
+/// The router: every API route and `/mcp` behind the bearer token `token`, and the webhooks.
+/// `addr` is where the daemon listens: `/mcp` answers only requests addressed to it.
+pub fn router(runtime: Runtime, token: &str, addr: std::net::SocketAddr) -> Router {
     let mut router: Router<AppState> = Router::new();
     for route in routes::table() {
         router = router.route(route.path, route.handler);
     }
     let token = auth::Token(Arc::from(token));
     router
+        .merge(mcp::router(runtime.clone(), addr))
         .route(
             "/v1/openapi.json",
             axum::routing::get(|| async { axum::Json(openapi::document()) }),

@@ -606,5 +606,15 @@ fn routine_routes() -> Vec<Route> {
             (200, Some(schema::<r::JobDto>)),
             post(r::cancel_job),
         ),
+        route(
+            "get",
+            "/v1/mcp/servers",
+            "listMcpServers",
+            "The configured MCP servers: state, tool count and last error",
+            &[],
+            None,
+            (200, Some(schema::<Vec<crate::mcp::McpServerView>>)),
+            get(crate::mcp::servers),
+        ),
     ]
 }

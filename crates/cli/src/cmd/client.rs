@@ -49,6 +49,16 @@ impl Client {
         })
     }
 
+    /// `http://ADDR` of the daemon.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The API token.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
     pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
         self.call(reqwest::Method::GET, path, None).await
     }

@@ -13,6 +13,8 @@ mod config;
 mod cost;
 mod debug;
 mod doctor;
+mod mcp;
+mod mcp_config;
 mod memory;
 mod models;
 mod replay;
@@ -62,6 +64,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Models { command } => models::models(&cli.overrides, command).await,
         Command::Memory { command } => memory::memory(&cli.overrides, command).await,
         Command::Skills { command } => skills::skills(&cli.overrides, command).await,
+        Command::Mcp { command } => mcp::mcp(&cli.overrides, command).await,
         Command::Trust(args) => trust::trust(args),
         Command::Bench {
             command: BenchCommand::Model(args),

@@ -56,7 +56,7 @@ pub async fn serve(
             channel.name, channel.kind, channel.target, channel.state
         );
     }
-    let router = reef_server::router(runtime.clone(), &token);
+    let router = reef_server::router(runtime.clone(), &token, addr);
     let stopper = runtime.clone();
     let served = reef_server::serve(listener, router, async move {
         wait_for_signal().await;

@@ -2,6 +2,7 @@
 
 use crate::exit::Exit;
 use crate::home;
+use crate::render::clean;
 use crate::skill_args::SkillsCommand;
 use anyhow::Context as _;
 use reef_config::Config;
@@ -303,20 +304,6 @@ fn confirm(question: &str) -> anyhow::Result<bool> {
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
     Ok(matches!(line.trim(), "y" | "Y" | "yes"))
-}
-
-/// `text` with control characters other than newline and tab shown as escapes, so a skill's
-/// files cannot move the cursor or rewrite what the terminal shows (a diff to accept, above all).
-fn clean(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 fn short(commit: &str) -> String {

@@ -11,6 +11,7 @@ mod debug;
 mod e2e;
 mod escapes;
 mod failures;
+mod mcp;
 mod memory;
 mod models;
 mod openai;

@@ -4,6 +4,7 @@
 mod sdk;
 
 use crate::error::McpError;
+use crate::serve::Change;
 use crate::types::{
     CallResult, PromptInfo, PromptMessages, ResourceContents, ResourceInfo, ToolInfo,
 };
@@ -38,16 +39,39 @@ pub trait Connection: Send + Sync {
 }
 
 /// What a server told reef between requests, shared by the connection and its owner.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Signals {
     tools_changed: AtomicBool,
     progress: AtomicU64,
     last_log: Mutex<Option<String>>,
+    changes: tokio::sync::broadcast::Sender<Change>,
+}
+
+impl Default for Signals {
+    fn default() -> Self {
+        Self {
+            tools_changed: AtomicBool::new(false),
+            progress: AtomicU64::new(0),
+            last_log: Mutex::new(None),
+            changes: tokio::sync::broadcast::channel(16).0,
+        }
+    }
 }
 
 impl Signals {
     pub(crate) fn note_tools_changed(&self) {
         self.tools_changed.store(true, Ordering::SeqCst);
+        // Nobody listening is fine: the flag is what the hub reads.
+        let _listeners = self.changes.send(Change::Tools);
+    }
+
+    pub(crate) fn note_resources_changed(&self) {
+        let _listeners = self.changes.send(Change::Resources);
+    }
+
+    /// The server's announced changes, from now on.
+    pub fn changes(&self) -> tokio::sync::broadcast::Receiver<Change> {
+        self.changes.subscribe()
     }
 
     /// Whether the tool list changed since the last call (and clears the mark).

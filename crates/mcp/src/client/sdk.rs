@@ -1,4 +1,5 @@
-//! [`Connection`] on the official Rust SDK (rmcp): the only file that names its types.
+//! [`Connection`] on the official Rust SDK (rmcp); with `serve/sdk.rs`, the only file that
+//! names its types.
 //! Results are read back from their JSON by `crate::wire`, so an entry the SDK's types
 //! reject (one odd tool, an unknown content kind) does not fail the whole answer.
 
@@ -54,6 +55,10 @@ impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
         tracing::debug!(server = %self.server, "tool list changed");
         self.signals.note_tools_changed();
+    }
+
+    async fn on_resource_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.signals.note_resources_changed();
     }
 
     async fn on_progress(

@@ -184,13 +184,15 @@ async fn a_server_killed_mid_call_fails_the_call_and_the_next_call_restarts_it()
         .await
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    for pid in &victims {
+    // The server and the sandbox's init both match; killing one may end the other first.
+    let killed = victims.iter().filter(|&&pid| {
         rustix::process::kill_process(
-            rustix::process::Pid::from_raw(*pid).unwrap(),
+            rustix::process::Pid::from_raw(pid).unwrap(),
             rustix::process::Signal::KILL,
         )
-        .unwrap();
-    }
+        .is_ok()
+    });
+    assert!(killed.count() >= 1);
     let err = pending.await.unwrap().unwrap_err();
     assert!(matches!(err, McpError::Closed { .. }), "{err}");
     let status = &hub.status()[0];

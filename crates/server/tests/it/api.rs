@@ -40,7 +40,7 @@ async fn api_on(mock: MockLlm) -> Api {
     .await
     .unwrap();
     Api {
-        router: reef_server::router(runtime.clone(), TOKEN),
+        router: reef_server::router(runtime.clone(), TOKEN, "127.0.0.1:7447".parse().unwrap()),
         runtime,
         _mock: mock,
         _home: home,

@@ -38,7 +38,7 @@ pub async fn serve(answer: &'static str, before: impl FnOnce(&TestHome) -> Strin
     .await
     .unwrap();
     Served {
-        router: reef_server::router(runtime.clone(), TOKEN),
+        router: reef_server::router(runtime.clone(), TOKEN, "127.0.0.1:7447".parse().unwrap()),
         runtime,
         mock,
         home,

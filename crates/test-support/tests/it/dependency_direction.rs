@@ -118,6 +118,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                     "reef-runtime",
                     "reef-store",
                     "reef-security",
+                    "reef-mcp",
                 ][..],
             ),
         ),
