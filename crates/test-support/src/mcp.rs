@@ -94,3 +94,20 @@ pub fn python_server_toml(name: &str, env: &[(&str, &str)]) -> String {
         env.join(", ")
     )
 }
+
+/// `[mcp.servers.NAME]` running an npm reference server with node, as a user writes it.
+pub fn node_server_toml(name: &str, package: &str, args: &[&str]) -> String {
+    let entry = node_server(package);
+    let modules = entry
+        .ancestors()
+        .nth(4)
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let mut all = vec![format!("{:?}", entry.display().to_string())];
+    all.extend(args.iter().map(|a| format!("{a:?}")));
+    format!(
+        "[mcp.servers.{name}]\ncommand = \"node\"\nargs = [{}]\nread_only = [{:?}]\n",
+        all.join(", "),
+        modules.display().to_string()
+    )
+}

@@ -3,7 +3,7 @@
 //! server by hand, and `reef mcp add/rm` editing reef.toml without losing its comments.
 
 use crate::daemon::Daemon;
-use crate::{config_for, home_for, reef};
+use crate::{config_for, reef};
 use reef_test_support::mcp::{mcp_python, mcp_script, python_server_toml};
 use reef_test_support::{MockLlm, MockReply, RecordedRequest, TestHome};
 use serde_json::Value;
@@ -91,7 +91,12 @@ fn assert_scenario(report: &Value, agent: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_client_drives_reef_over_http_and_stdio() {
     let mock = MockLlm::start_responder(Arc::new(echo_model)).await;
-    let home = home_for(&mock, "openai-chat", false);
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}\n{}",
+        config_for(&mock, "openai-chat", false),
+        python_server_toml("py", &[])
+    ));
     let daemon = Daemon::start(&home).await;
     let url = format!("{}/mcp", daemon.base());
 
@@ -134,6 +139,15 @@ async fn the_python_sdk_client_drives_reef_over_http_and_stdio() {
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
     assert!(!names.contains(&"eve"));
+    // The list comes from the daemon: the agents' first turns started the server, once.
+    let list = reef(&home)
+        .args(["mcp", "list", "--json"])
+        .assert()
+        .success();
+    let rows: Value = serde_json::from_slice(&list.get_output().stdout).unwrap();
+    assert_eq!(rows[0]["state"], "running", "{rows:#}");
+    assert_eq!(rows[0]["starts"], 1, "{rows:#}");
+    assert!(rows[0]["tools"].as_u64().unwrap() >= 8, "{rows:#}");
     daemon.kill();
 }
 

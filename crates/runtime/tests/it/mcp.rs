@@ -1,17 +1,18 @@
-//! MCP servers in the daemon: an agent calls a third-party server's tools, reads its
-//! resource and gets its prompt through the real sandbox, and an interrupted turn cancels
+//! MCP servers in the daemon: an agent calls third-party servers' tools (the Python SDK's
+//! and server-everything), reads their resources and gets their prompts through the real
+//! sandbox, and an interrupted turn cancels
 //! the server's work.
 
 use crate::daemon::{count, daemon_at, spawn, wait_for};
 use reef_runtime::Sender;
 use reef_store::JobState;
-use reef_test_support::mcp::python_server_toml;
+use reef_test_support::mcp::{node_server_toml, python_server_toml};
 use reef_test_support::{MockReply, RecordedRequest};
 use serde_json::json;
 use std::sync::Arc;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agent_uses_a_python_sdk_servers_tool_resource_and_prompt() {
+async fn an_agent_uses_third_party_servers_tools_resources_and_prompts() {
     let d = daemon_at(
         Arc::new(|req: &RecordedRequest| match req.tool_results().len() {
             0 => MockReply::tool_call("py__echo", json!({"text": "from the agent"})),
@@ -23,10 +24,32 @@ async fn an_agent_uses_a_python_sdk_servers_tool_resource_and_prompt() {
                 "mcp_get_prompt",
                 json!({"server": "py", "name": "greet", "arguments": {"name": "Ann"}}),
             ),
-            _ => MockReply::text("all three worked"),
+            3 => MockReply::tool_call("every__echo", json!({"message": "hi"})),
+            4 => MockReply::tool_call("every__get-sum", json!({"a": 2, "b": 3})),
+            5 => MockReply::tool_call(
+                "every__trigger-long-running-operation",
+                json!({"duration": 1, "steps": 2}),
+            ),
+            6 => MockReply::tool_call(
+                "every__get-resource-reference",
+                json!({"resourceType": "Nope"}),
+            ),
+            7 => MockReply::tool_call(
+                "mcp_read_resource",
+                json!({"server": "every", "uri": "demo://resource/static/document/features.md"}),
+            ),
+            8 => MockReply::tool_call(
+                "mcp_get_prompt",
+                json!({"server": "every", "name": "args-prompt", "arguments": {"city": "Lyon"}}),
+            ),
+            _ => MockReply::text("all of them worked"),
         }),
         "",
-        &python_server_toml("py", &[]),
+        &format!(
+            "{}{}",
+            python_server_toml("py", &[]),
+            node_server_toml("every", "server-everything", &["stdio"])
+        ),
         None,
         |_| {},
     )
@@ -49,15 +72,50 @@ async fn an_agent_uses_a_python_sdk_servers_tool_resource_and_prompt() {
         assert!(tools.iter().any(|t| t == name), "{name} in {tools:?}");
     }
     let results = requests.last().unwrap().tool_results();
-    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results.len(), 9, "{results:?}");
     assert_eq!(results[0], "from the agent");
     assert!(results[1].contains("hello from python"), "{}", results[1]);
     assert!(results[2].contains("[user]\nHello, Ann!"), "{}", results[2]);
+    assert_eq!(results[3], "Echo: hi");
+    assert!(
+        results[4].contains("The sum of 2 and 3 is 5"),
+        "{}",
+        results[4]
+    );
+    assert!(
+        results[5].contains("Long running operation completed"),
+        "{}",
+        results[5]
+    );
+    assert!(
+        results[6].contains("Input validation error"),
+        "an error result the model reads: {}",
+        results[6]
+    );
+    assert!(results[7].contains("[resource demo://resource/static/document/features.md]"));
+    assert!(results[8].contains("Lyon"), "{}", results[8]);
+    // The transcript holds what the servers answered.
+    let agent = rt.get_agent("ada").await.unwrap();
+    let stored = rt.store().messages(&agent.session.unwrap()).await.unwrap();
+    let text =
+        serde_json::to_string(&stored.iter().map(|m| &m.message).collect::<Vec<_>>()).unwrap();
+    for said in [
+        "from the agent",
+        "hello from python",
+        "Echo: hi",
+        "is 5",
+        "Lyon",
+    ] {
+        assert!(text.contains(said), "{said} in the transcript");
+    }
     let status = rt.mcp_status();
-    assert_eq!(status[0].state, "running");
-    assert_eq!(status[0].starts, 1);
+    assert!(
+        status.iter().all(|s| s.state == "running" && s.starts == 1),
+        "{status:?}"
+    );
+    assert!(status.iter().find(|s| s.name == "every").unwrap().progress >= 1);
     rt.shutdown().await;
-    assert_eq!(rt.mcp_status()[0].state, "stopped");
+    assert!(rt.mcp_status().iter().all(|s| s.state == "stopped"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
