@@ -30,7 +30,6 @@ impl Session {
         };
         self.turn = TurnState::default();
         self.pauses.reset();
-        self.refresh_tools().await;
         emitter.emit(EventMsg::TurnStarted {
             session_id: self.id.clone(),
         });
@@ -72,6 +71,8 @@ impl Session {
         input: String,
         emitter: &Emitter,
     ) -> Result<TurnOutcome, AgentError> {
+        // Skills and MCP servers are found again inside the turn's wall-clock budget.
+        self.refresh_tools().await;
         self.persist(Message::user(input.clone())).await?;
         self.turn.first_seq = self.history.last().map_or(0, |h| h.first_seq);
         let max_rounds = self.opts.max_rounds;

@@ -124,12 +124,15 @@ pub enum ConfigValue {
     Secret(String),
 }
 
-/// Whether `name` can name a server: letters, digits, `-` and single `_`, at most
-/// [`MAX_SERVER_NAME`] characters (`__` separates it from a tool's name).
+/// Whether `name` can name a server: letters, digits, `-` and single `_` inside, at most
+/// [`MAX_SERVER_NAME`] characters (`__` separates it from a tool's name, so no `_` may touch
+/// it either).
 pub fn valid_server_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_SERVER_NAME
         && !name.contains("__")
+        && !name.starts_with('_')
+        && !name.ends_with('_')
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
@@ -362,6 +365,8 @@ mod tests {
         for bad in [
             "",
             "a__b",
+            "gh_",
+            "_x",
             "has space",
             "dots.no",
             &"n".repeat(MAX_SERVER_NAME + 1),

@@ -27,12 +27,32 @@ pub fn http_client(timeout: Option<Duration>) -> Result<reqwest::Client, LlmErro
     build_http_client(timeout, true)
 }
 
+/// Like `http_client`, but never following a redirect: for requests that carry credentials
+/// in headers of their own (reqwest drops only `Authorization` when a redirect changes host).
+pub fn http_client_without_redirects(
+    timeout: Option<Duration>,
+) -> Result<reqwest::Client, LlmError> {
+    builder(timeout, true)?
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| LlmError::HttpClient(error_chain(&e)))
+}
+
 /// Like `http_client`; with `require_roots` false a missing CA bundle is tolerated (the client
 /// then cannot verify any TLS server, which is fine for plain-http local providers).
 pub(crate) fn build_http_client(
     timeout: Option<Duration>,
     require_roots: bool,
 ) -> Result<reqwest::Client, LlmError> {
+    builder(timeout, require_roots)?
+        .build()
+        .map_err(|e| LlmError::HttpClient(error_chain(&e)))
+}
+
+fn builder(
+    timeout: Option<Duration>,
+    require_roots: bool,
+) -> Result<reqwest::ClientBuilder, LlmError> {
     let tls = tls_config(require_roots)?;
     let mut builder = reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
@@ -41,9 +61,7 @@ pub(crate) fn build_http_client(
     if let Some(t) = timeout {
         builder = builder.timeout(t);
     }
-    builder
-        .build()
-        .map_err(|e| LlmError::HttpClient(error_chain(&e)))
+    Ok(builder)
 }
 
 fn tls_config(require_roots: bool) -> Result<rustls::ClientConfig, LlmError> {

@@ -25,7 +25,7 @@ pub use cost::{DEFAULT_PRICES, Price, Prices};
 pub use embeddings::{EmbedderSettings, HttpEmbedder, build_embedder};
 pub use error::LlmError;
 pub use failover::FailoverClient;
-pub use http::{error_chain, http_client};
+pub use http::{error_chain, http_client, http_client_without_redirects};
 pub use ollama::OllamaClient;
 pub use openai::OpenAiClient;
 pub use retry::{classify_status, error_excerpt, parse_retry_after, retry_delay};

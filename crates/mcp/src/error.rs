@@ -19,7 +19,7 @@ pub enum McpError {
     Handshake { server: String, reason: String },
     /// The server failed recently and is waiting before it is started again.
     #[error(
-        "MCP server `{server}` is not running ({reason}); it is restarted in {retry_in_secs} s"
+        "MCP server `{server}` is not running ({reason}); it is started again when used after {retry_in_secs} s"
     )]
     Backoff {
         server: String,

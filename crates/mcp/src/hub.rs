@@ -3,8 +3,9 @@
 //! a growing delay, and stopped with reef.
 
 use crate::error::McpError;
+use crate::launch::redact;
 use crate::launch::{Launcher, Live};
-use crate::names::{Offered, offer};
+use crate::names::{ToolList, offer};
 use crate::types::{CallResult, PromptInfo, PromptMessages, ResourceContents, ResourceInfo};
 use reef_config::{McpConfig, McpServerConfig, McpTransport};
 use serde::Serialize;
@@ -36,19 +37,23 @@ struct Slot {
 #[derive(Default)]
 struct SlotState {
     live: Option<Arc<Live>>,
-    tools: Option<Arc<ToolList>>,
+    /// Tools offered when last listed (kept for the status after the server stops).
+    tool_count: Option<usize>,
     last_error: Option<String>,
+    /// Failures in a row (a start that failed, a session that ended); reset by an answer.
     failures: u32,
     retry_at: Option<Instant>,
     starts: u32,
     stopped: bool,
 }
 
-/// A server's tools as offered to agents, and what was left out or renamed.
-#[derive(Clone, Debug, Default)]
-pub struct ToolList {
-    pub tools: Vec<Offered>,
-    pub warnings: Vec<String>,
+/// Whether a request waits out a failed server's delay before starting it again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Patience {
+    /// Listing tools at the start of a turn: a server in its delay is left out at once.
+    None,
+    /// A call: waits when the delay is shorter than the server's timeout.
+    UpToTimeout,
 }
 
 /// What `reef mcp list` shows of a server.
@@ -103,22 +108,37 @@ impl McpHub {
         self.slots.keys().cloned().collect()
     }
 
-    /// The server's tools, starting it if needed; listed again when it said they changed.
+    /// The server's tools, starting it if needed (but not waiting out the delay after a
+    /// failure); listed again when it said they changed.
     pub async fn tools(&self, server: &str) -> Result<Arc<ToolList>, McpError> {
         let slot = self.slot(server)?;
-        let live = self.live(slot).await?;
+        let live = self.live(slot, Patience::None).await?;
         let changed = live.signals.take_tools_changed();
-        if !changed && let Some(tools) = lock(&slot.state).tools.clone() {
+        let cached = lock(&live.tools).clone();
+        if !changed && let Some(tools) = cached {
             return Ok(tools);
         }
-        let (listed, mut warnings) = self.guard(slot, &live, live.conn.list_tools()).await?;
-        let (tools, more) = offer(server, listed, self.max_tools);
+        let listed = self
+            .guard(slot, &live, live.conn.list_tools(self.max_tools))
+            .await;
+        let (listed, total, mut warnings) = match listed {
+            Ok(listed) => listed,
+            Err(err) => {
+                if changed {
+                    // Not listed after all: list again next time.
+                    live.signals.note_tools_changed();
+                }
+                return Err(err);
+            }
+        };
+        let (tools, more) = offer(server, listed, total, self.max_tools);
         warnings.extend(more);
         for warning in &warnings {
-            tracing::warn!(server, "{warning}");
+            tracing::warn!(server, "{}", live.process.redact(warning));
         }
         let list = Arc::new(ToolList { tools, warnings });
-        lock(&slot.state).tools = Some(list.clone());
+        *lock(&live.tools) = Some(list.clone());
+        lock(&slot.state).tool_count = Some(list.tools.len());
         Ok(list)
     }
 
@@ -130,14 +150,14 @@ impl McpHub {
         args: Map<String, Value>,
     ) -> Result<CallResult, McpError> {
         let slot = self.slot(server)?;
-        let live = self.live(slot).await?;
+        let live = self.live(slot, Patience::UpToTimeout).await?;
         self.guard(slot, &live, live.conn.call_tool(tool, args))
             .await
     }
 
     pub async fn list_resources(&self, server: &str) -> Result<Vec<ResourceInfo>, McpError> {
         let slot = self.slot(server)?;
-        let live = self.live(slot).await?;
+        let live = self.live(slot, Patience::UpToTimeout).await?;
         self.guard(slot, &live, live.conn.list_resources()).await
     }
 
@@ -147,13 +167,13 @@ impl McpHub {
         uri: &str,
     ) -> Result<Vec<ResourceContents>, McpError> {
         let slot = self.slot(server)?;
-        let live = self.live(slot).await?;
+        let live = self.live(slot, Patience::UpToTimeout).await?;
         self.guard(slot, &live, live.conn.read_resource(uri)).await
     }
 
     pub async fn list_prompts(&self, server: &str) -> Result<Vec<PromptInfo>, McpError> {
         let slot = self.slot(server)?;
-        let live = self.live(slot).await?;
+        let live = self.live(slot, Patience::UpToTimeout).await?;
         self.guard(slot, &live, live.conn.list_prompts()).await
     }
 
@@ -164,9 +184,23 @@ impl McpHub {
         args: Map<String, Value>,
     ) -> Result<PromptMessages, McpError> {
         let slot = self.slot(server)?;
-        let live = self.live(slot).await?;
+        let live = self.live(slot, Patience::UpToTimeout).await?;
         self.guard(slot, &live, live.conn.get_prompt(name, args))
             .await
+    }
+
+    /// `text` (something the server said, or an error about it) with the values of the
+    /// secrets the server is given replaced by their names.
+    pub fn redact(&self, server: &str, text: &str) -> String {
+        let Some(slot) = self.slots.get(server) else {
+            return text.to_owned();
+        };
+        let live = lock(&slot.state).live.clone();
+        let text = match live {
+            Some(live) => live.process.redact(text),
+            None => text.to_owned(),
+        };
+        redact(&text, &self.launcher.secret_values(&slot.config))
     }
 
     /// Every configured server's state.
@@ -193,7 +227,7 @@ impl McpHub {
                     } else {
                         "idle"
                     },
-                    tools: state.tools.as_ref().map(|t| t.tools.len()),
+                    tools: state.tool_count,
                     last_error: state.last_error.clone(),
                     starts: state.starts,
                     pid: running.and_then(|l| l.process.pid()),
@@ -229,30 +263,33 @@ impl McpHub {
         Ok(slot)
     }
 
-    /// The running server, started now if it is not (after its backoff delay, when that is
-    /// shorter than its timeout; otherwise the error says when it is tried again).
-    async fn live(&self, slot: &Slot) -> Result<Arc<Live>, McpError> {
+    /// The running server, started now if it is not. After a failure the server waits out
+    /// its delay first: a call waits when the delay is shorter than its timeout, a listing
+    /// never does. Requests that queued behind a start that failed get its error.
+    async fn live(&self, slot: &Slot, patience: Patience) -> Result<Arc<Live>, McpError> {
         if let Some(live) = self.running(slot)? {
             return Ok(live);
         }
+        let attempts = lock(&slot.state).starts;
         let _starting = slot.starting.lock().await;
         if let Some(live) = self.running(slot)? {
             return Ok(live);
         }
         let name = &slot.config.name;
-        let wait = {
+        let (wait, last_error, tried_meanwhile) = {
             let state = lock(&slot.state);
-            state
+            let wait = state
                 .retry_at
                 .map(|at| at.saturating_duration_since(Instant::now()))
-                .unwrap_or_default()
+                .unwrap_or_default();
+            (wait, state.last_error.clone(), state.starts != attempts)
         };
         let timeout = Duration::from_secs(slot.config.timeout_secs);
-        if wait > timeout {
-            let state = lock(&slot.state);
+        let patient = patience == Patience::UpToTimeout && wait <= timeout && !tried_meanwhile;
+        if !wait.is_zero() && !patient {
             return Err(McpError::Backoff {
                 server: name.clone(),
-                reason: state.last_error.clone().unwrap_or_default(),
+                reason: last_error.unwrap_or_default(),
                 retry_in_secs: wait.as_secs().max(1),
             });
         }
@@ -261,14 +298,26 @@ impl McpHub {
         match self.launcher.start(&slot.config).await {
             Ok(live) => {
                 let live = Arc::new(live);
-                let mut state = lock(&slot.state);
-                state.live = Some(live.clone());
-                state.tools = None;
+                let stopped = {
+                    let mut state = lock(&slot.state);
+                    if !state.stopped {
+                        state.live = Some(live.clone());
+                    }
+                    state.stopped
+                };
+                if stopped {
+                    live.stop().await;
+                    return Err(McpError::Closed {
+                        server: name.clone(),
+                        reason: "reef is stopping".into(),
+                    });
+                }
                 tracing::info!(server = %name, pid = ?live.process.pid(), "MCP server started");
                 Ok(live)
             }
             Err(err) => {
-                self.failed(slot, err.to_string());
+                let reason = redact(&err.to_string(), &self.launcher.secret_values(&slot.config));
+                self.failed(slot, reason);
                 Err(err)
             }
         }
@@ -310,9 +359,8 @@ impl McpHub {
                 Ok(value)
             }
             Err(err) if err.is_fatal_to_connection() || live.conn.is_closed() => {
-                // Let the process be seen as exited before its report is taken.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let why = self.gone(slot, live, &err.to_string());
+                live.process.settle().await;
+                let why = self.gone(slot, live, &live.process.redact(&err.to_string()));
                 Err(match err {
                     McpError::Closed { server, .. } => McpError::Closed {
                         server,
@@ -325,22 +373,26 @@ impl McpHub {
         }
     }
 
-    /// Puts away a session that ended, recording why; returns that reason.
+    /// Puts away a session that ended, recording why (once, by whoever removes it); returns
+    /// that reason.
     fn gone(&self, slot: &Slot, live: &Arc<Live>, what: &str) -> String {
-        let report = live.process.exit_report();
-        let reason = match report {
+        let reason = match live.process.exit_report() {
             Some(report) => format!("{what}: {report}"),
             None => what.to_owned(),
         };
-        {
+        let removed = {
             let mut state = lock(&slot.state);
-            if state.live.as_ref().is_some_and(|l| Arc::ptr_eq(l, live)) {
+            let current = state.live.as_ref().is_some_and(|l| Arc::ptr_eq(l, live));
+            if current {
                 state.live = None;
             }
-        }
+            current
+        };
         live.process.kill();
-        tracing::warn!(server = %slot.config.name, "MCP server stopped: {reason}");
-        self.failed(slot, reason.clone());
+        if removed {
+            tracing::warn!(server = %slot.config.name, "MCP server stopped: {reason}");
+            self.failed(slot, reason.clone());
+        }
         reason
     }
 

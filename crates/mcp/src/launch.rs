@@ -4,12 +4,16 @@
 
 use crate::client::{Connection, Signals, connect_http, connect_pipes};
 use crate::error::McpError;
+use crate::names::ToolList;
 use reef_config::{ConfigValue, McpServerConfig, McpTransport, NetworkModeName};
 use reef_core::SecretSpec;
 use reef_sandbox::{ExecRequest, NetworkMode, Sandbox, SandboxPolicy, Spawned};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+/// Secret values shorter than this are refused: they could not be redacted reliably.
+pub const MIN_SECRET_LEN: usize = 8;
 
 /// What servers are started with: the base sandbox policy, where their directories live and
 /// the secrets they may name.
@@ -27,6 +31,8 @@ pub(crate) struct Live {
     pub conn: Arc<dyn Connection>,
     pub signals: Arc<Signals>,
     pub process: Process,
+    /// Its tools as last listed; listed again when the server says they changed.
+    pub tools: Mutex<Option<Arc<ToolList>>>,
 }
 
 impl Live {
@@ -75,11 +81,21 @@ impl Process {
 
     /// `text` with every secret value given to the server replaced by its name.
     pub fn redact(&self, text: &str) -> String {
-        self.secrets
-            .iter()
-            .fold(text.to_owned(), |acc, (name, value)| {
-                acc.replace(value, &format!("[secret {name}]"))
-            })
+        redact(text, &self.secrets)
+    }
+
+    /// Waits (up to a second) for the process to be seen as exited, when it is exiting.
+    pub async fn settle(&self) {
+        for _ in 0..100 {
+            let exited = {
+                let mut spawned = self.spawned.lock().unwrap_or_else(PoisonError::into_inner);
+                spawned.as_mut().is_none_or(|c| c.try_status().is_some())
+            };
+            if exited {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Kills the process (and everything it started).
@@ -130,10 +146,10 @@ impl Launcher {
                         conn,
                         signals,
                         process,
+                        tools: Mutex::new(None),
                     }),
                     Err(err) => {
-                        // Give a process that is exiting a moment to be seen as exited.
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        process.settle().await;
                         let report = process.exit_report();
                         process.kill();
                         Err(match (err, report) {
@@ -173,6 +189,7 @@ impl Launcher {
                         _sandbox: None,
                         secrets,
                     },
+                    tools: Mutex::new(None),
                 })
             }
         }
@@ -225,6 +242,44 @@ impl Launcher {
             .iter()
             .find(|s| s.name == name)
             .ok_or_else(|| format!("the secret `{name}` is not configured"))?;
-        reef_config::read_secret(spec).map(|s| s.expose().to_owned())
+        let value = reef_config::read_secret(spec)?.expose().to_owned();
+        if value.chars().count() < MIN_SECRET_LEN {
+            return Err(format!(
+                "secret `{name}` is shorter than {MIN_SECRET_LEN} characters, too short to be \
+                 redacted from what the server says reliably; refusing to use it"
+            ));
+        }
+        Ok(value)
     }
+
+    /// The secret values `config` gives its server, as they read now (those that cannot be
+    /// read are left out): what to remove from anything the server says.
+    pub(crate) fn secret_values(&self, config: &McpServerConfig) -> Vec<(String, String)> {
+        let names: Vec<&String> = match &config.transport {
+            McpTransport::Stdio { env, .. } => secret_names(env).collect(),
+            McpTransport::Http {
+                headers,
+                bearer_token_secret,
+                ..
+            } => secret_names(headers).chain(bearer_token_secret).collect(),
+        };
+        names
+            .into_iter()
+            .filter_map(|name| Some((name.clone(), self.secret(name).ok()?)))
+            .collect()
+    }
+}
+
+fn secret_names(values: &[(String, ConfigValue)]) -> impl Iterator<Item = &String> {
+    values.iter().filter_map(|(_, v)| match v {
+        ConfigValue::Secret(name) => Some(name),
+        ConfigValue::Plain(_) => None,
+    })
+}
+
+/// `text` with each of `secrets`' values replaced by its name.
+pub(crate) fn redact(text: &str, secrets: &[(String, String)]) -> String {
+    secrets.iter().fold(text.to_owned(), |acc, (name, value)| {
+        acc.replace(value, &format!("[secret {name}]"))
+    })
 }

@@ -17,9 +17,9 @@ mod wire;
 
 pub use client::{Connection, Signals};
 pub use error::McpError;
-pub use hub::{McpHub, ServerStatus, ToolList};
+pub use hub::{McpHub, ServerStatus};
 pub use launch::Launcher;
-pub use names::{MAX_SCHEMA_BYTES, MAX_TOOL_NAME, Offered, offer, public_name};
+pub use names::{MAX_SCHEMA_BYTES, MAX_TOOL_NAME, Offered, ToolList, offer, public_name};
 pub use render::{
     MEDIA_DIR, call_result as render_call, prompt as render_prompt, resource as render_resource,
 };

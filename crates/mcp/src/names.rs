@@ -22,21 +22,35 @@ pub struct Offered {
     pub tool: ToolInfo,
 }
 
+/// A server's tools as offered to agents, and what was left out or renamed.
+#[derive(Clone, Debug, Default)]
+pub struct ToolList {
+    pub tools: Vec<Offered>,
+    pub warnings: Vec<String>,
+}
+
+/// The most warnings kept for one listing; the rest are counted.
+const MAX_WARNINGS: usize = 20;
+
 /// The tools of `server` an agent is offered, and a warning for each tool left out or
-/// renamed. Tools are taken in the server's order, at most `max` of them.
-pub fn offer(server: &str, tools: Vec<ToolInfo>, max: usize) -> (Vec<Offered>, Vec<String>) {
+/// renamed. Tools are taken in the server's order, at most `max` of them; `listed` is how
+/// many the server listed in all.
+pub fn offer(
+    server: &str,
+    tools: Vec<ToolInfo>,
+    listed: usize,
+    max: usize,
+) -> (Vec<Offered>, Vec<String>) {
     let mut warnings = Vec::new();
-    let total = tools.len();
     let mut taken: BTreeSet<String> = BTreeSet::new();
     let mut offered = Vec::new();
-    for mut tool in tools {
-        if offered.len() == max {
-            warnings.push(format!(
-                "server `{server}` offers {total} tools; only the first {max} are used \
-                 (mcp.max_tools_per_server)"
-            ));
-            break;
-        }
+    if listed > max {
+        warnings.push(format!(
+            "server `{server}` offers {listed} tools; only the first {max} are used \
+             (mcp.max_tools_per_server)"
+        ));
+    }
+    for mut tool in tools.into_iter().take(max) {
         if tool.name.is_empty() {
             warnings.push(format!(
                 "server `{server}` offers a tool without a name; it is left out"
@@ -46,7 +60,7 @@ pub fn offer(server: &str, tools: Vec<ToolInfo>, max: usize) -> (Vec<Offered>, V
         if let Err(why) = check_schema(&mut tool.input_schema) {
             warnings.push(format!(
                 "tool `{}` of server `{server}` is left out: its input schema {why}",
-                tool.name
+                shown(&tool.name)
             ));
             continue;
         }
@@ -60,13 +74,27 @@ pub fn offer(server: &str, tools: Vec<ToolInfo>, max: usize) -> (Vec<Offered>, V
         if public != base || sanitize(&tool.name) != tool.name {
             warnings.push(format!(
                 "tool `{}` of server `{server}` is offered as `{public}`",
-                tool.name
+                shown(&tool.name)
             ));
         }
         taken.insert(public.clone());
         offered.push(Offered { public, tool });
     }
+    if warnings.len() > MAX_WARNINGS {
+        let more = warnings.len() - MAX_WARNINGS;
+        warnings.truncate(MAX_WARNINGS);
+        warnings.push(format!(
+            "… and {more} more warnings about server `{server}`"
+        ));
+    }
     (offered, warnings)
+}
+
+/// A server's tool name as shown in a warning: at most 80 characters, control characters
+/// escaped.
+fn shown(name: &str) -> String {
+    let cut: String = name.chars().take(80).collect();
+    cut.escape_default().to_string()
 }
 
 /// `SERVER__TOOL` with every character models refuse replaced by `_`, cut to
@@ -90,7 +118,7 @@ fn sanitize(name: &str) -> String {
 }
 
 /// `base`, or `base_2`, `base_3`… (cut to fit) when taken.
-fn unique(base: &str, taken: &BTreeSet<String>) -> String {
+pub(crate) fn unique(base: &str, taken: &BTreeSet<String>) -> String {
     if !taken.contains(base) {
         return base.to_owned();
     }
@@ -167,7 +195,7 @@ mod tests {
             tool("a_b", json!({"type": "object"})),
             tool("a/b", json!({})),
         ];
-        let (offered, warnings) = offer("s", tools, 10);
+        let (offered, warnings) = offer("s", tools, 3, 10);
         let names: Vec<&str> = offered.iter().map(|o| o.public.as_str()).collect();
         assert_eq!(names, ["s__a_b", "s__a_b_2", "s__a_b_3"]);
         assert_eq!(offered[2].tool.input_schema["type"], "object");
@@ -192,7 +220,7 @@ mod tests {
                 json!({"type": "object", "properties": {"a": {"type": "string"}}}),
             ),
         ];
-        let (offered, warnings) = offer("s", tools, 10);
+        let (offered, warnings) = offer("s", tools, 3, 10);
         assert_eq!(offered.len(), 1);
         assert_eq!(offered[0].public, "s__ok");
         for name in ["arr", "props", "req", "big"] {
@@ -208,7 +236,7 @@ mod tests {
         let tools = (0..10_000)
             .map(|i| tool(&format!("t{i}"), json!({})))
             .collect();
-        let (offered, warnings) = offer("s", tools, 128);
+        let (offered, warnings) = offer("s", tools, 10_000, 128);
         assert_eq!(offered.len(), 128);
         assert_eq!(offered[127].public, "s__t127");
         assert_eq!(warnings.len(), 1);

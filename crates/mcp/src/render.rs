@@ -122,6 +122,7 @@ fn save(data: &str, mime: &str, workspace: &Path, label: &str, index: usize) -> 
         .unwrap_or_default();
     let safe: String = label
         .chars()
+        .take(48)
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
                 c

@@ -18,33 +18,40 @@ pub struct McpAccess {
 
 impl McpAccess {
     /// The agent's MCP tools now: each server's tools (a server that cannot start is left
-    /// out with a warning, and tried again next time), then the resource and prompt tools.
+    /// out with a warning, and tried again next time; servers are asked at once), then the
+    /// resource and prompt tools. A name another server's tool took gets a numbered suffix.
     pub async fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let lists = futures::future::join_all(self.servers.iter().map(|s| self.hub.tools(s))).await;
+        let mut taken = std::collections::BTreeSet::new();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        for server in &self.servers {
-            match self.hub.tools(server).await {
-                Ok(list) => {
-                    for offered in &list.tools {
-                        tools.push(Arc::new(McpTool {
-                            hub: self.hub.clone(),
-                            server: server.clone(),
-                            tool: offered.tool.name.clone(),
-                            spec: ToolSpec {
-                                name: offered.public.clone(),
-                                description: offered.tool.description.clone().unwrap_or_else(
-                                    || {
-                                        format!(
-                                            "Tool `{}` of MCP server `{server}`.",
-                                            offered.tool.name
-                                        )
-                                    },
-                                ),
-                                parameters: Value::Object(offered.tool.input_schema.clone()),
-                            },
-                        }));
-                    }
+        for (server, list) in self.servers.iter().zip(lists) {
+            let list = match list {
+                Ok(list) => list,
+                Err(err) => {
+                    let err = self.hub.redact(server, &err.to_string());
+                    tracing::warn!(server, "MCP server left out of this turn: {err}");
+                    continue;
                 }
-                Err(err) => tracing::warn!(server, "MCP server left out of this turn: {err}"),
+            };
+            for offered in &list.tools {
+                let name = crate::names::unique(&offered.public, &taken);
+                if name != offered.public {
+                    tracing::warn!(server, tool = %offered.tool.name, "another server's tool is called `{}`; this one is offered as `{name}`", offered.public);
+                }
+                taken.insert(name.clone());
+                let description = offered.tool.description.clone().unwrap_or_else(|| {
+                    format!("Tool `{}` of MCP server `{server}`.", offered.tool.name)
+                });
+                tools.push(Arc::new(McpTool {
+                    hub: self.hub.clone(),
+                    server: server.clone(),
+                    tool: offered.tool.name.clone(),
+                    spec: ToolSpec {
+                        name,
+                        description,
+                        parameters: Value::Object(offered.tool.input_schema.clone()),
+                    },
+                }));
             }
         }
         if !self.servers.is_empty() {
@@ -90,13 +97,14 @@ impl Tool for McpTool {
                 )));
             }
         };
-        let result = self
-            .hub
+        let hub = &self.hub;
+        let result = hub
             .call_tool(&self.server, &self.tool, args)
             .await
-            .map_err(tool_error)?;
+            .map_err(|e| tool_error(hub, &self.server, e))?;
         let label = format!("{}-{}", self.server, self.tool);
         let text = render::call_result(&result, &ctx.workspace, &label);
+        let text = hub.redact(&self.server, &text);
         if result.is_error {
             Err(ToolError::Failed(text))
         } else {
@@ -135,11 +143,18 @@ impl Tool for ResourceTool {
         let hub = &self.0.hub;
         match string(&args, "uri")? {
             Some(uri) => {
-                let contents = hub.read_resource(&server, &uri).await.map_err(tool_error)?;
-                Ok(render::resource(&contents, &ctx.workspace, &server))
+                let contents = hub
+                    .read_resource(&server, &uri)
+                    .await
+                    .map_err(|e| tool_error(hub, &server, e))?;
+                let text = render::resource(&contents, &ctx.workspace, &server);
+                Ok(hub.redact(&server, &text))
             }
             None => {
-                let list = hub.list_resources(&server).await.map_err(tool_error)?;
+                let list = hub
+                    .list_resources(&server)
+                    .await
+                    .map_err(|e| tool_error(hub, &server, e))?;
                 if list.is_empty() {
                     return Ok(format!("MCP server `{server}` lists no resources."));
                 }
@@ -205,11 +220,15 @@ impl Tool for PromptTool {
                 let messages = hub
                     .get_prompt(&server, &name, arguments)
                     .await
-                    .map_err(tool_error)?;
-                Ok(render::prompt(&messages, &ctx.workspace, &server))
+                    .map_err(|e| tool_error(hub, &server, e))?;
+                let text = render::prompt(&messages, &ctx.workspace, &server);
+                Ok(hub.redact(&server, &text))
             }
             None => {
-                let list = hub.list_prompts(&server).await.map_err(tool_error)?;
+                let list = hub
+                    .list_prompts(&server)
+                    .await
+                    .map_err(|e| tool_error(hub, &server, e))?;
                 if list.is_empty() {
                     return Ok(format!("MCP server `{server}` lists no prompts."));
                 }
@@ -249,9 +268,10 @@ fn missing(key: &str) -> ToolError {
     ToolError::InvalidArguments(format!("`{key}` is required"))
 }
 
-fn tool_error(err: McpError) -> ToolError {
+/// The error the model reads, without the server's secrets.
+fn tool_error(hub: &McpHub, server: &str, err: McpError) -> ToolError {
     match err {
         McpError::Timeout { secs, .. } => ToolError::Timeout(secs),
-        other => ToolError::Failed(other.to_string()),
+        other => ToolError::Failed(hub.redact(server, &other.to_string())),
     }
 }

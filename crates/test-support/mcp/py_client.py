@@ -2,7 +2,7 @@
 """A third-party MCP client (the official Python SDK, mcp 2.x) driving reef as an MCP server.
 
 Usage:
-    py_client.py http URL [--token TOKEN] [--origin ORIGIN] [--agent NAME]
+    py_client.py http URL [--token TOKEN] [--origin ORIGIN] [--host HOST] [--agent NAME]
     py_client.py stdio [--agent NAME] -- COMMAND ARGS...
 
 It lists reef's tools, spawns an agent, sends it a message with wait=true, lists the
@@ -74,6 +74,7 @@ async def main() -> None:
     parser.add_argument("url", nargs="?")
     parser.add_argument("--token")
     parser.add_argument("--origin")
+    parser.add_argument("--host", help="a Host header other than the URL's")
     parser.add_argument("--agent", default="ada")
     argv = sys.argv[1:]
     command = argv[argv.index("--") + 1 :] if "--" in argv else []
@@ -86,6 +87,8 @@ async def main() -> None:
                 headers["Authorization"] = f"Bearer {args.token}"
             if args.origin:
                 headers["Origin"] = args.origin
+            if args.host:
+                headers["Host"] = args.host
             async with create_mcp_http_client(headers=headers) as http:
                 # The SDK reports a refused connection without its HTTP status: ask once
                 # plainly with the same client first, so the test sees 401 or 403 itself.

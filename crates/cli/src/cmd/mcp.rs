@@ -142,14 +142,20 @@ pub async fn mcp(overrides: &[String], command: McpCommand) -> anyhow::Result<u8
 
 /// The configured servers, with their state in the running daemon when there is one.
 async fn list(config: &Config, json: bool) -> anyhow::Result<()> {
-    let states: Vec<Value> = match Client::connect(config) {
+    // The states come from the running daemon; without one, from the configuration.
+    let from_daemon = match Client::connect(config) {
         Ok(client) => match client.get("/v1/mcp/servers").await {
-            Ok(Value::Array(rows)) => rows,
-            _ => Vec::new(),
+            Ok(Value::Array(rows)) => Some(rows),
+            Ok(_) => None,
+            Err(err) => {
+                tracing::debug!("no server states from the daemon: {err:#}");
+                None
+            }
         },
-        Err(_) => Vec::new(),
+        Err(_) => None,
     };
-    let daemon = !states.is_empty() || Client::connect(config).is_ok();
+    let daemon = from_daemon.is_some();
+    let states = from_daemon.unwrap_or_default();
     let mut rows = Vec::new();
     for (name, server) in &config.mcp.servers {
         let state = states.iter().find(|s| s["name"] == name.as_str());
@@ -241,13 +247,11 @@ fn object(text: &str, what: &str) -> anyhow::Result<Map<String, Value>> {
 /// `reef mcp serve`: the running daemon's `/mcp`, on stdin and stdout.
 async fn serve(config: &Config) -> anyhow::Result<()> {
     let client = Client::connect(config)?;
-    let host = RemoteHost::connect(
-        &format!("{}/mcp", client.base()),
-        client.token(),
-        Duration::from_secs(30),
-    )
-    .await
-    .map_err(|e| Exit::runtime(format!("cannot reach the daemon's MCP endpoint: {e}")))?;
+    // A request may wait for an agent's reply as long as the daemon lets it.
+    let timeout = Duration::from_secs(reef_runtime::MAX_TTL_SECS + 60);
+    let host = RemoteHost::connect(&format!("{}/mcp", client.base()), client.token(), timeout)
+        .await
+        .map_err(|e| Exit::runtime(format!("cannot reach the daemon's MCP endpoint: {e}")))?;
     reef_mcp::serve_stdio(Arc::new(host))
         .await
         .map_err(|e| Exit::runtime(format!("serving MCP on stdio: {e}")))?;

@@ -152,6 +152,8 @@ fn edit(
     change: impl FnOnce(&mut DocumentMut) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let path = config.home.join(reef_config::CONFIG_FILE);
+    // A reef.toml that links elsewhere (a dotfiles repository) is edited where it lives.
+    let path = std::fs::canonicalize(&path).unwrap_or(path);
     let old = match std::fs::read_to_string(&path) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,

@@ -129,6 +129,21 @@ async fn the_python_sdk_client_drives_reef_over_http_and_stdio() {
         ],
     );
     assert_eq!(foreign["status"], 403, "{foreign:#}");
+    // A page on another name that resolves here (DNS rebinding) sends its own Host.
+    let rebound = py_client(
+        &home,
+        &[
+            "http",
+            &url,
+            "--token",
+            daemon.token(),
+            "--host",
+            "evil.example:80",
+            "--agent",
+            "eve",
+        ],
+    );
+    assert_eq!(rebound["status"], 403, "{rebound:#}");
     // Neither refused client reached the runtime.
     let agents = daemon.get("/v1/agents").await;
     let names: Vec<&str> = agents

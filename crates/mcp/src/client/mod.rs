@@ -10,7 +10,6 @@ use crate::types::{
 };
 use async_trait::async_trait;
 use serde_json::{Map, Value};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub(crate) use sdk::{connect_http, connect_pipes};
@@ -20,8 +19,13 @@ pub(crate) use sdk::{connect_http, connect_pipes};
 /// before it completes sends `notifications/cancelled` for it.
 #[async_trait]
 pub trait Connection: Send + Sync {
-    /// Every tool, following pages; entries reef cannot read are left out with a warning.
-    async fn list_tools(&self) -> Result<(Vec<ToolInfo>, Vec<String>), McpError>;
+    /// The first `limit` tools, following pages, and how many the server listed (more
+    /// pages are not read once `limit` is reached); entries reef cannot read are left out
+    /// with a warning.
+    async fn list_tools(
+        &self,
+        limit: usize,
+    ) -> Result<(Vec<ToolInfo>, usize, Vec<String>), McpError>;
     async fn call_tool(&self, name: &str, args: Map<String, Value>)
     -> Result<CallResult, McpError>;
     async fn list_resources(&self) -> Result<Vec<ResourceInfo>, McpError>;
@@ -43,7 +47,6 @@ pub trait Connection: Send + Sync {
 pub struct Signals {
     tools_changed: AtomicBool,
     progress: AtomicU64,
-    last_log: Mutex<Option<String>>,
     changes: tokio::sync::broadcast::Sender<Change>,
 }
 
@@ -52,7 +55,6 @@ impl Default for Signals {
         Self {
             tools_changed: AtomicBool::new(false),
             progress: AtomicU64::new(0),
-            last_log: Mutex::new(None),
             changes: tokio::sync::broadcast::channel(16).0,
         }
     }
@@ -86,20 +88,5 @@ impl Signals {
     /// Progress notifications received so far.
     pub fn progress_count(&self) -> u64 {
         self.progress.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn note_log(&self, line: String) {
-        *self
-            .last_log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(line);
-    }
-
-    /// The last log message the server sent, if any.
-    pub fn last_log(&self) -> Option<String> {
-        self.last_log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
     }
 }

@@ -83,7 +83,8 @@ impl ClientHandler for Handler {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        self.signals.note_log(line);
+        let line: String = line.chars().take(500).collect();
+        tracing::debug!(server = %self.server, level = ?params.level, "server log: {line}");
     }
 }
 
@@ -136,7 +137,8 @@ pub(crate) async fn connect_http(
     if let Some(token) = bearer {
         config = config.auth_header(token);
     }
-    let http = reef_llm::http_client(None).map_err(|e| start(e.to_string()))?;
+    // Headers may carry secrets: a redirect must not take them elsewhere.
+    let http = reef_llm::http_client_without_redirects(None).map_err(|e| start(e.to_string()))?;
     let transport = StreamableHttpClientTransport::with_client(http, config);
     handshake(server, transport, signals, timeout).await
 }
@@ -282,20 +284,27 @@ impl SdkConnection {
 
 #[async_trait]
 impl Connection for SdkConnection {
-    async fn list_tools(&self) -> Result<(Vec<ToolInfo>, Vec<String>), McpError> {
+    async fn list_tools(
+        &self,
+        limit: usize,
+    ) -> Result<(Vec<ToolInfo>, usize, Vec<String>), McpError> {
         let mut tools = Vec::new();
+        let mut total = 0;
         let mut warnings = Vec::new();
         self.pages(
             |p| ClientRequest::ListToolsRequest(ListToolsRequest::with_param(p)),
             |page| {
                 let (more, skipped, next) = wire::tools_page(page);
-                tools.extend(more);
+                total += more.len();
+                let room = limit.saturating_sub(tools.len());
+                tools.extend(more.into_iter().take(room));
                 warnings.extend(skipped);
-                next
+                // Enough read: the rest would only be counted, at the cost of its pages.
+                next.filter(|_| tools.len() < limit)
             },
         )
         .await?;
-        Ok((tools, warnings))
+        Ok((tools, total, warnings))
     }
 
     async fn call_tool(

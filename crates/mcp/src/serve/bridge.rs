@@ -10,6 +10,9 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The most tools forwarded from the daemon (it offers a handful).
+const MAX_FORWARDED_TOOLS: usize = 1000;
+
 /// A daemon's MCP endpoint, forwarded.
 pub struct RemoteHost {
     conn: Arc<dyn Connection>,
@@ -53,9 +56,9 @@ fn forward(err: McpError) -> HostError {
 impl McpHost for RemoteHost {
     async fn tools(&self) -> Result<Vec<ToolInfo>, HostError> {
         self.conn
-            .list_tools()
+            .list_tools(MAX_FORWARDED_TOOLS)
             .await
-            .map(|(tools, _)| tools)
+            .map(|(tools, _, _)| tools)
             .map_err(forward)
     }
 

@@ -197,6 +197,9 @@ fn call_result(result: CallResult) -> CallToolResult {
         .into_iter()
         .map(|c| match c {
             Content::Text(text) => ContentBlock::text(text),
+            Content::Media { data, mime_type } if mime_type.starts_with("audio/") => {
+                ContentBlock::audio(data, mime_type)
+            }
             Content::Media { data, mime_type } => ContentBlock::image(data, mime_type),
             Content::Link { uri, name } => {
                 ContentBlock::resource_link(Resource::new(uri.clone(), name.unwrap_or(uri)))

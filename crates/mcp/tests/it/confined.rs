@@ -20,17 +20,27 @@ fn text(content: &[Content]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn credentials_are_hidden_and_the_allowed_directory_is_readable() {
     let dir = tempfile::tempdir().unwrap();
+    // A home the server is shown (it may write there), with a key the policy hides in it.
     let home = dir.path().join("home");
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
-    let allowed = dir.path().join("shared");
-    std::fs::create_dir_all(&allowed).unwrap();
-    std::fs::write(allowed.join("notes.txt"), "shared notes").unwrap();
+    std::fs::write(home.join("notes.txt"), "shared notes").unwrap();
 
     let mut server = python_server("py");
-    server.writable = Some(vec![allowed.clone()]);
+    server.writable = Some(vec![home.clone()]);
     let hidden = reef_sandbox::home_secrets(&home);
     let hub = hub_in(dir.path(), confined(hidden), vec![server]);
+
+    let notes = hub
+        .call_tool(
+            "py",
+            "read_file",
+            args(json!({"path": home.join("notes.txt")})),
+        )
+        .await
+        .unwrap();
+    assert!(!notes.is_error, "{notes:?}");
+    assert_eq!(text(&notes.content), "shared notes");
 
     let key = home.join(".ssh/id_ed25519");
     let stolen = hub
@@ -39,17 +49,6 @@ async fn credentials_are_hidden_and_the_allowed_directory_is_readable() {
         .unwrap();
     assert!(stolen.is_error, "{stolen:?}");
     assert!(!text(&stolen.content).contains("PRIVATE KEY"));
-
-    let notes = hub
-        .call_tool(
-            "py",
-            "read_file",
-            args(json!({"path": allowed.join("notes.txt")})),
-        )
-        .await
-        .unwrap();
-    assert!(!notes.is_error, "{notes:?}");
-    assert_eq!(text(&notes.content), "shared notes");
     hub.shutdown().await;
 }
 

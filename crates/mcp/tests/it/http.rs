@@ -93,7 +93,15 @@ async fn a_url_server_is_reached_with_the_bearer_token_of_its_secret() {
         .await
         .unwrap();
     assert!(!added.is_error);
-    let after = hub.tools("web").await.unwrap();
+    // The notification may be handled just after the call's answer.
+    let mut after = hub.tools("web").await.unwrap();
+    for _ in 0..100 {
+        if after.tools.iter().any(|t| t.public == "web__late") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        after = hub.tools("web").await.unwrap();
+    }
     assert!(
         after.tools.iter().any(|t| t.public == "web__late"),
         "{:?}",

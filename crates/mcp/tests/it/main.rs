@@ -2,6 +2,7 @@
 //! the npm reference servers, misbehaving ones) run in the real default sandbox.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
+mod agent_tools;
 mod bad;
 mod confined;
 mod everything;

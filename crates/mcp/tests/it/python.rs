@@ -57,6 +57,21 @@ async fn tools_results_resources_and_prompts_come_through() {
     assert!(
         matches!(&image.content[..], [Content::Media { mime_type, .. }] if mime_type == "image/png")
     );
+    // What the model reads: where the image was saved in the workspace.
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let said = reef_mcp::render_call(&image, &workspace, "py-image");
+    let saved = said
+        .split("saved to ")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(']');
+    assert!(
+        saved.starts_with("mcp-files/py-image-") && saved.ends_with(".png"),
+        "{said}"
+    );
+    let bytes = std::fs::read(workspace.join(saved)).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG", "{said}");
 
     let note = hub.read_resource("py", "note://hello").await.unwrap();
     assert_eq!(note[0].text.as_deref(), Some("hello from python"));
@@ -110,7 +125,15 @@ async fn a_changed_tool_list_is_listed_again_and_progress_is_counted() {
         .await
         .unwrap();
     assert!(!added.is_error, "{added:?}");
-    let after = hub.tools("py").await.unwrap();
+    // The notification may be handled just after the call's answer.
+    let mut after = hub.tools("py").await.unwrap();
+    for _ in 0..100 {
+        if after.tools.iter().any(|t| t.public == "py__dyn") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        after = hub.tools("py").await.unwrap();
+    }
     assert!(
         after.tools.iter().any(|t| t.public == "py__dyn"),
         "{:?}",

@@ -26,27 +26,36 @@ struct DaemonHost {
 /// The `/mcp` routes for `runtime`, answering only to `addr` (the daemon's own address).
 pub(crate) fn router(runtime: Runtime, addr: SocketAddr) -> axum::Router<crate::AppState> {
     let (changes, _) = broadcast::channel(16);
+    let stop = tokio_util::sync::CancellationToken::new();
     // Agents coming and going change the resources; tell connected clients.
     let mut events = runtime.bus().subscribe();
     let announce = changes.clone();
     let mut stopping = runtime.stopping();
+    let (stop, ends) = (stop.clone(), stop);
     tokio::spawn(async move {
         loop {
             tokio::select! {
                 event = events.recv() => match event {
+                    // Missed events may have been spawns: announce a change to be safe.
                     Ok(e) if AGENT_EVENTS.contains(&e.kind.as_str()) => {
                         let _listeners = announce.send(Change::Resources);
                     }
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let _listeners = announce.send(Change::Resources);
+                    }
+                    Ok(_) => {}
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
-                _ = stopping.changed() => return,
+                _ = stopping.changed() => {
+                    // Open sessions (their event streams) end, so the daemon can stop.
+                    stop.cancel();
+                    return;
+                }
             }
         }
     });
-    let stop = tokio_util::sync::CancellationToken::new();
     let host = Arc::new(DaemonHost { runtime, changes });
-    reef_mcp::http_router(host, guard(addr), stop)
+    reef_mcp::http_router(host, guard(addr), ends)
 }
 
 /// The daemon's own names: its address, and the loopback names when it listens on loopback

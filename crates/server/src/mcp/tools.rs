@@ -177,7 +177,7 @@ pub(super) async fn call(
                 .map(|item| json!(PendingView::from(item)))
         }
         "memory_search" | "memory_save" => return memory(rt, name, args).await,
-        other => return Err(HostError::NotFound(format!("reef has no tool `{other}`"))),
+        other => return Err(HostError::Invalid(format!("reef has no tool `{other}`"))),
     };
     Ok(match outcome {
         Ok(value) => CallResult {
@@ -204,20 +204,37 @@ async fn send(rt: &Runtime, a: Message) -> Result<CallResult, HostError> {
         Ok(sent) => sent,
         Err(err) => return Ok(refused(&err)),
     };
-    let Some(request) = sent.request_id else {
+    let Some(request) = sent.request_id.clone() else {
         return Ok(text(format!(
             "queued as message #{} for {}",
             sent.inbox_id.unwrap_or_default(),
             a.agent
         )));
     };
+    // The request expires on its own after `reply_within`; this bounds the wait in any case.
+    let deadline = tokio::time::Instant::now()
+        + Duration::from_secs(reply_within.unwrap_or_default().saturating_add(5));
+    let mut stopping = rt.stopping();
     loop {
+        if tokio::time::Instant::now() >= deadline || *stopping.borrow() {
+            let mut result = text(format!(
+                "no reply from {} yet (request {request}; list_questions shows it)",
+                a.agent
+            ));
+            result.is_error = true;
+            return Ok(result);
+        }
         let item = match rt.get_pending(&request).await {
             Ok(item) => item,
             Err(err) => return Ok(refused(&err)),
         };
         match item.status.as_str() {
-            "pending" => tokio::time::sleep(REPLY_POLL).await,
+            "pending" => {
+                tokio::select! {
+                    () = tokio::time::sleep(REPLY_POLL) => {}
+                    _ = stopping.changed() => {}
+                }
+            }
             "answered" => return Ok(text(item.answer.unwrap_or_default())),
             other => {
                 let mut result = text(format!(
