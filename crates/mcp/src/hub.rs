@@ -70,6 +70,9 @@ pub struct ServerStatus {
     pub pid: Option<u32>,
     /// Progress notifications received from the running server.
     pub progress: u64,
+    /// What the last listing left out or renamed (tools without a usable schema, names
+    /// taken, tools beyond the cap).
+    pub warnings: Vec<String>,
     pub templates: Option<Vec<String>>,
 }
 
@@ -232,6 +235,9 @@ impl McpHub {
                     starts: state.starts,
                     pid: running.and_then(|l| l.process.pid()),
                     progress: running.map_or(0, |l| l.signals.progress_count()),
+                    warnings: running
+                        .and_then(|l| lock(&l.tools).as_ref().map(|t| t.warnings.clone()))
+                        .unwrap_or_default(),
                     templates: slot.config.templates.clone(),
                 }
             })

@@ -180,6 +180,7 @@ async fn list(config: &Config, json: bool) -> anyhow::Result<()> {
             "tools": state.and_then(|s| s.get("tools")).cloned().unwrap_or(Value::Null),
             "last_error": state.and_then(|s| s.get("last_error")).cloned().unwrap_or(Value::Null),
             "starts": state.and_then(|s| s.get("starts")).cloned().unwrap_or(json!(0)),
+            "warnings": state.and_then(|s| s.get("warnings")).cloned().unwrap_or(json!([])),
         }));
     }
     if json {
@@ -208,6 +209,9 @@ async fn list(config: &Config, json: bool) -> anyhow::Result<()> {
         );
         if let Some(error) = row["last_error"].as_str() {
             println!("    last error: {}", clean(error));
+        }
+        for warning in row["warnings"].as_array().into_iter().flatten() {
+            println!("    warning: {}", clean(warning.as_str().unwrap_or("")));
         }
     }
     Ok(())

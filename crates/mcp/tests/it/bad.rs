@@ -77,6 +77,12 @@ async fn a_tool_with_a_huge_schema_is_skipped_by_name() {
         "{:?}",
         list.warnings
     );
+    // `reef mcp list` shows it too.
+    let status = &hub.status()[0];
+    assert!(
+        status.warnings.iter().any(|w| w.contains("`huge`")),
+        "{status:?}"
+    );
     hub.shutdown().await;
 }
 

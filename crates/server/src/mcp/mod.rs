@@ -164,6 +164,8 @@ pub struct McpServerView {
     pub starts: u32,
     /// The host PID of its process, while it runs.
     pub pid: Option<u32>,
+    /// What its last tool listing left out or renamed.
+    pub warnings: Vec<String>,
     /// The templates it is offered to; null = every template.
     pub templates: Option<Vec<String>>,
 }
@@ -184,6 +186,7 @@ pub(crate) async fn servers(
             last_error: st.last_error,
             starts: st.starts,
             pid: st.pid,
+            warnings: st.warnings,
             templates: st.templates,
         })
         .collect();
