@@ -21,7 +21,8 @@ pub use hub::{McpHub, ServerStatus};
 pub use launch::Launcher;
 pub use names::{MAX_SCHEMA_BYTES, MAX_TOOL_NAME, Offered, ToolList, offer, public_name};
 pub use render::{
-    MEDIA_DIR, call_result as render_call, prompt as render_prompt, resource as render_resource,
+    MEDIA_DIR, call_result as render_call, prompt as render_prompt, prompt_list,
+    resource as render_resource, resource_list,
 };
 pub use serve::{Change, HostError, HttpGuard, McpHost, RemoteHost, http_router, serve_stdio};
 pub use tools::McpAccess;

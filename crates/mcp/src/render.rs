@@ -2,7 +2,9 @@
 //! text says it already (see `said_in_text`), images and audio saved to the workspace (the path is returned),
 //! links and embedded resources by their URI.
 
-use crate::types::{CallResult, Content, PromptMessages, ResourceContents};
+use crate::types::{
+    CallResult, Content, PromptInfo, PromptMessages, ResourceContents, ResourceInfo,
+};
 use base64::Engine as _;
 use reef_workspace::Workspace;
 use std::path::Path;
@@ -74,6 +76,44 @@ pub fn prompt(messages: &PromptMessages, workspace: &Path, label: &str) -> Strin
         ));
     }
     out
+}
+
+/// A server's resources, one per line: URI, name, MIME type, description.
+pub fn resource_list(server: &str, list: &[ResourceInfo]) -> String {
+    if list.is_empty() {
+        return format!("MCP server `{server}` lists no resources.");
+    }
+    let line = |r: &ResourceInfo| {
+        let mut line = format!("{} ({})", r.uri, r.name);
+        if let Some(mime) = &r.mime_type {
+            line.push_str(&format!(" [{mime}]"));
+        }
+        if let Some(d) = &r.description {
+            line.push_str(&format!(": {d}"));
+        }
+        line
+    };
+    list.iter().map(line).collect::<Vec<_>>().join("\n")
+}
+
+/// A server's prompts, one per line with their arguments (`*` marks a required one).
+pub fn prompt_list(server: &str, list: &[PromptInfo]) -> String {
+    if list.is_empty() {
+        return format!("MCP server `{server}` lists no prompts.");
+    }
+    let line = |p: &PromptInfo| {
+        let args: Vec<String> = p
+            .arguments
+            .iter()
+            .map(|a| format!("{}{}", a.name, if a.required { "*" } else { "" }))
+            .collect();
+        let mut line = format!("{}({})", p.name, args.join(", "));
+        if let Some(d) = &p.description {
+            line.push_str(&format!(": {d}"));
+        }
+        line
+    };
+    list.iter().map(line).collect::<Vec<_>>().join("\n") + "\n(* = required)"
 }
 
 fn content(block: &Content, workspace: &Path, label: &str, index: usize) -> String {

@@ -155,23 +155,7 @@ impl Tool for ResourceTool {
                     .list_resources(&server)
                     .await
                     .map_err(|e| tool_error(hub, &server, e))?;
-                if list.is_empty() {
-                    return Ok(format!("MCP server `{server}` lists no resources."));
-                }
-                Ok(list
-                    .iter()
-                    .map(|r| {
-                        let mut line = format!("{} ({})", r.uri, r.name);
-                        if let Some(mime) = &r.mime_type {
-                            line.push_str(&format!(" [{mime}]"));
-                        }
-                        if let Some(d) = &r.description {
-                            line.push_str(&format!(": {d}"));
-                        }
-                        line
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n"))
+                Ok(hub.redact(&server, &render::resource_list(&server, &list)))
             }
         }
     }
@@ -229,26 +213,7 @@ impl Tool for PromptTool {
                     .list_prompts(&server)
                     .await
                     .map_err(|e| tool_error(hub, &server, e))?;
-                if list.is_empty() {
-                    return Ok(format!("MCP server `{server}` lists no prompts."));
-                }
-                Ok(list
-                    .iter()
-                    .map(|p| {
-                        let args: Vec<String> = p
-                            .arguments
-                            .iter()
-                            .map(|a| format!("{}{}", a.name, if a.required { "*" } else { "" }))
-                            .collect();
-                        let mut line = format!("{}({})", p.name, args.join(", "));
-                        if let Some(d) = &p.description {
-                            line.push_str(&format!(": {d}"));
-                        }
-                        line
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-                    + "\n(* = required)")
+                Ok(hub.redact(&server, &render::prompt_list(&server, &list)))
             }
         }
     }

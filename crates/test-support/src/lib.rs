@@ -21,7 +21,7 @@ pub mod wat;
 
 pub use home::TestHome;
 pub use ircd::{IrcClient, IrcLine, Ngircd};
-pub use programs::{git, sandbox_helper, without_landlock};
+pub use programs::{git, sandbox_helper, venv_python, without_landlock};
 pub use recorded::RecordedRequest;
 pub use reply::MockReply;
 pub use server::{MockLlm, Responder, bag_of_words};

@@ -10,20 +10,7 @@ use std::path::PathBuf;
 /// # Panics
 /// When that Python cannot import `mcp` (the message says how to install it).
 pub fn mcp_python() -> PathBuf {
-    let python = std::env::var_os("REEF_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| cache_dir().join("venv/bin/python"));
-    let ok = std::process::Command::new(&python)
-        .args(["-c", "import mcp.server.mcpserver"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "{} cannot import the mcp SDK; install it with: python3 -m venv ~/.cache/reef/venv && \
-         ~/.cache/reef/venv/bin/pip install 'mcp>=2.3,<3' (or set REEF_TEST_PYTHON)",
-        python.display()
-    );
-    python
+    crate::venv_python("mcp.server.mcpserver", "mcp>=2.3,<3")
 }
 
 /// A script of `test-support/mcp/` (`py_server.py`, `bad_server.py`).

@@ -64,3 +64,29 @@ pub fn git(dir: &std::path::Path, args: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The Python of the tests' venv that can import `module`: `REEF_TEST_PYTHON`, else
+/// `~/.cache/reef/venv` (made by `.ci/run`).
+///
+/// # Panics
+/// When that Python cannot import `module` (the message says how to install `requirement`).
+pub fn venv_python(module: &str, requirement: &str) -> PathBuf {
+    let python = std::env::var_os("REEF_TEST_PYTHON").map_or_else(
+        || {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/reef/venv/bin/python")
+        },
+        PathBuf::from,
+    );
+    let ok = std::process::Command::new(&python)
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "{} cannot import {module}; install it with: python3 -m venv ~/.cache/reef/venv && \
+         ~/.cache/reef/venv/bin/pip install '{requirement}' (or set REEF_TEST_PYTHON)",
+        python.display()
+    );
+    python
+}

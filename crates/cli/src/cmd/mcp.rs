@@ -62,14 +62,10 @@ pub async fn mcp(overrides: &[String], command: McpCommand) -> anyhow::Result<u8
                     let cwd = std::env::current_dir().unwrap_or_default();
                     reef_mcp::render_resource(&c, &cwd, &server)
                 }),
-                None => hub.list_resources(&server).await.map(|list| {
-                    list.iter()
-                        .map(|r| {
-                            format!("{}  {}", r.uri, r.description.as_deref().unwrap_or(&r.name))
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                }),
+                None => hub
+                    .list_resources(&server)
+                    .await
+                    .map(|list| reef_mcp::resource_list(&server, &list)),
             };
             hub.shutdown().await;
             println!("{}", clean(&out.map_err(|e| Exit::runtime(e.to_string()))?));
@@ -88,24 +84,10 @@ pub async fn mcp(overrides: &[String], command: McpCommand) -> anyhow::Result<u8
                     let cwd = std::env::current_dir().unwrap_or_default();
                     reef_mcp::render_prompt(&m, &cwd, &server)
                 }),
-                None => hub.list_prompts(&server).await.map(|list| {
-                    list.iter()
-                        .map(|p| {
-                            let args: Vec<String> = p
-                                .arguments
-                                .iter()
-                                .map(|a| format!("{}{}", a.name, if a.required { "*" } else { "" }))
-                                .collect();
-                            format!(
-                                "{}({})  {}",
-                                p.name,
-                                args.join(", "),
-                                p.description.as_deref().unwrap_or("")
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                }),
+                None => hub
+                    .list_prompts(&server)
+                    .await
+                    .map(|list| reef_mcp::prompt_list(&server, &list)),
             };
             hub.shutdown().await;
             println!("{}", clean(&out.map_err(|e| Exit::runtime(e.to_string()))?));

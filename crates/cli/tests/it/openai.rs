@@ -12,24 +12,7 @@ use std::sync::Arc;
 
 /// The Python that has the `openai` SDK: `REEF_TEST_PYTHON`, else the venv `.ci/run` makes.
 fn python() -> PathBuf {
-    let path = std::env::var_os("REEF_TEST_PYTHON").map_or_else(
-        || {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default())
-                .join(".cache/reef/venv/bin/python")
-        },
-        PathBuf::from,
-    );
-    let ok = Command::new(&path)
-        .args(["-c", "import openai"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "{} cannot import the openai SDK; install it with: python3 -m venv ~/.cache/reef/venv && \
-         ~/.cache/reef/venv/bin/pip install 'openai>=1.40,<3' (or set REEF_TEST_PYTHON)",
-        path.display()
-    );
-    path
+    reef_test_support::venv_python("openai", "openai>=1.40,<3")
 }
 
 const CLIENT: &str = r#"

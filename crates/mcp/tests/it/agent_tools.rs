@@ -4,8 +4,9 @@
 use crate::{confined, file_secret, hub_with, python_server};
 use reef_config::{ConfigValue, McpTransport};
 use reef_core::{SessionId, ToolCallId, ToolContext};
-use reef_mcp::McpAccess;
+use reef_mcp::{McpAccess, McpHub};
 use serde_json::json;
+use std::sync::Arc;
 
 fn ctx(workspace: &std::path::Path) -> ToolContext {
     ToolContext {
@@ -16,21 +17,21 @@ fn ctx(workspace: &std::path::Path) -> ToolContext {
     }
 }
 
+/// A hub of the Python server, given the secret `name` (whose value is `value`) in its
+/// environment.
+fn with_secret(dir: &std::path::Path, name: &str, value: &str) -> Arc<McpHub> {
+    let secret = file_secret(dir, name, value);
+    let mut server = python_server("py");
+    if let McpTransport::Stdio { env, .. } = &mut server.transport {
+        env.push((name.into(), ConfigValue::Secret(name.into())));
+    }
+    hub_with(dir, confined(Vec::new()), vec![server], vec![secret], 128)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_servers_secret_never_reaches_the_agent() {
     let dir = tempfile::tempdir().unwrap();
-    let secret = file_secret(dir.path(), "PY_TOKEN", "tok-1234567890");
-    let mut server = python_server("py");
-    if let McpTransport::Stdio { env, .. } = &mut server.transport {
-        env.push(("PY_TOKEN".into(), ConfigValue::Secret("PY_TOKEN".into())));
-    }
-    let hub = hub_with(
-        dir.path(),
-        confined(Vec::new()),
-        vec![server],
-        vec![secret],
-        128,
-    );
+    let hub = with_secret(dir.path(), "PY_TOKEN", "tok-1234567890");
     let access = McpAccess {
         hub: hub.clone(),
         servers: vec!["py".into()],
@@ -57,18 +58,7 @@ async fn a_servers_secret_never_reaches_the_agent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_too_short_to_redact_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let secret = file_secret(dir.path(), "PIN", "1234");
-    let mut server = python_server("py");
-    if let McpTransport::Stdio { env, .. } = &mut server.transport {
-        env.push(("PIN".into(), ConfigValue::Secret("PIN".into())));
-    }
-    let hub = hub_with(
-        dir.path(),
-        confined(Vec::new()),
-        vec![server],
-        vec![secret],
-        128,
-    );
+    let hub = with_secret(dir.path(), "PIN", "1234");
     let err = hub.tools("py").await.unwrap_err();
     assert!(
         err.to_string().contains("shorter than 8 characters"),

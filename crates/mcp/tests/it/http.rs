@@ -49,21 +49,12 @@ impl Drop for PyHttp {
 }
 
 fn remote(name: &str, port: u16, secret: Option<&str>) -> McpServerConfig {
-    McpServerConfig {
-        name: name.into(),
-        transport: McpTransport::Http {
-            url: format!("http://127.0.0.1:{port}/mcp"),
-            headers: Vec::new(),
-            bearer_token_secret: secret.map(str::to_owned),
-        },
-        timeout_secs: 20,
-        enabled: true,
-        templates: None,
-        network: None,
-        allow_domains: None,
-        writable: None,
-        read_only: Vec::new(),
-    }
+    let transport = McpTransport::Http {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        headers: Vec::new(),
+        bearer_token_secret: secret.map(str::to_owned),
+    };
+    crate::server(name, transport)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

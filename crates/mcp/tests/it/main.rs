@@ -31,15 +31,11 @@ pub fn confined(hidden: Vec<PathBuf>) -> SandboxPolicy {
     }
 }
 
-/// A server run as `program args…`.
-pub fn stdio(name: &str, program: &Path, args: &[&str]) -> McpServerConfig {
+/// A server reached through `transport`, with the defaults of the configuration.
+pub fn server(name: &str, transport: McpTransport) -> McpServerConfig {
     McpServerConfig {
         name: name.into(),
-        transport: McpTransport::Stdio {
-            command: program.display().to_string(),
-            args: args.iter().map(|a| (*a).to_owned()).collect(),
-            env: Vec::new(),
-        },
+        transport,
         timeout_secs: 20,
         enabled: true,
         templates: None,
@@ -48,6 +44,16 @@ pub fn stdio(name: &str, program: &Path, args: &[&str]) -> McpServerConfig {
         writable: None,
         read_only: Vec::new(),
     }
+}
+
+/// A server run as `program args…`.
+pub fn stdio(name: &str, program: &Path, args: &[&str]) -> McpServerConfig {
+    let transport = McpTransport::Stdio {
+        command: program.display().to_string(),
+        args: args.iter().map(|a| (*a).to_owned()).collect(),
+        env: Vec::new(),
+    };
+    server(name, transport)
 }
 
 /// The Python SDK test server over stdio.
