@@ -397,6 +397,32 @@ impl IrcClient {
         tokio::time::timeout(wait, self.read_until(want)).await.ok()
     }
 
+    /// Reads until every one of `wants` has matched a line, in whatever order the lines
+    /// come (two senders, such as a departing agent's QUIT and the overseer's reply, race);
+    /// returns the matching lines in the order of `wants`.
+    ///
+    /// # Panics
+    /// When a wanted line does not arrive within a minute, or the connection ends.
+    pub async fn expect_each(&mut self, wants: &[&dyn Fn(&IrcLine) -> bool]) -> Vec<IrcLine> {
+        let mut found: Vec<Option<IrcLine>> = vec![None; wants.len()];
+        while found.iter().any(Option::is_none) {
+            let open = |l: &IrcLine| {
+                wants
+                    .iter()
+                    .zip(&found)
+                    .any(|(want, seen)| seen.is_none() && want(l))
+            };
+            let line = self.expect(open).await;
+            for (want, seen) in wants.iter().zip(found.iter_mut()) {
+                if seen.is_none() && want(&line) {
+                    *seen = Some(line);
+                    break;
+                }
+            }
+        }
+        found.into_iter().flatten().collect()
+    }
+
     /// The PRIVMSG text `from` sends to `target`, waiting for it.
     pub async fn expect_message(&mut self, from: &str, target: &str, contains: &str) -> String {
         let line = self

@@ -5,7 +5,9 @@
 
 use crate::daemon::Daemon;
 use crate::reef;
-use reef_test_support::{IrcClient, MockLlm, MockReply, Ngircd, RecordedRequest, TestHome};
+use reef_test_support::{
+    IrcClient, IrcLine, MockLlm, MockReply, Ngircd, RecordedRequest, TestHome,
+};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -189,12 +191,14 @@ async fn an_operator_runs_agents_from_irc_and_the_api_agrees() {
     assert!(back.is_ok(), "not back within 30 s:\n{}", alice.tail(20));
 
     alice.say("#control", "!destroy ada").await;
-    alice
-        .expect_message("overseer", "#control", "ada is destroyed")
-        .await;
-    alice
-        .expect(|l| l.command == "QUIT" && l.nick.as_deref() == Some("ada"))
-        .await;
+    // ada's QUIT and the overseer's answer come from two connections, in either order.
+    let destroyed = |l: &IrcLine| {
+        l.nick.as_deref() == Some("overseer")
+            && l.privmsg()
+                .is_some_and(|(to, text)| to == "#control" && text.contains("ada is destroyed"))
+    };
+    let quit = |l: &IrcLine| l.command == "QUIT" && l.nick.as_deref() == Some("ada");
+    alice.expect_each(&[&destroyed, &quit]).await;
     let agents = daemon.get("/v1/agents").await;
     assert_eq!(agents.as_array().map(Vec::len), Some(0), "{agents}");
 

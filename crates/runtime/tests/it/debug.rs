@@ -197,12 +197,20 @@ async fn skip_answers_the_call_with_the_operators_error_and_nothing_runs() {
         Some("skip: the operator forbids touching files")
     );
     // Its answer is not news for the agent: the inbox got nothing from it.
+    // (The message is finished after `turn.ended` is recorded.)
     let id = rt.get_agent("skipper").await.unwrap().id;
-    let inbox = rt
-        .store()
-        .inbox(&id, reef_store::InboxStatus::Done)
-        .await
-        .unwrap();
+    let mut inbox = Vec::new();
+    for _ in 0..2000 {
+        inbox = rt
+            .store()
+            .inbox(&id, reef_store::InboxStatus::Done)
+            .await
+            .unwrap();
+        if !inbox.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     assert_eq!(inbox.len(), 1, "{inbox:?}");
 }
 

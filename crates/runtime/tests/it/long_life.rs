@@ -348,6 +348,8 @@ async fn steer_puts_a_mid_turn_message_into_the_running_turn() {
     let events = rt.store().events_after(0, None, 1000).await.unwrap();
     let ended = events.iter().find(|e| e.kind == "turn.ended").unwrap();
     assert_eq!(ended.data["outcome"]["text"], "saw task two");
+    // Messages are finished after `turn.ended` is recorded: wait for both.
+    wait_long(rt, "s", 2).await;
     let agent = rt.get_agent("s").await.unwrap();
     let done = rt
         .store()
