@@ -37,6 +37,8 @@ pub enum Command {
     Chat(ChatArgs),
     /// Tokens and money spent, per agent, provider and model.
     Cost(CostArgs),
+    /// Open the web dashboard of the running daemon with a one-time login link.
+    Dashboard(DashboardArgs),
     /// Inspect stored sessions and their transcripts.
     Sessions {
         #[command(subcommand)]
@@ -501,6 +503,13 @@ mod tests {
         };
         assert_eq!(args.command, ["sh", "-c", "exit 3"]);
     }
+}
+
+#[derive(Debug, Args)]
+pub struct DashboardArgs {
+    /// Only print the link (also what happens when no browser is available).
+    #[arg(long)]
+    pub no_open: bool,
 }
 
 #[derive(Debug, Args)]

@@ -64,6 +64,8 @@ pub(crate) struct Inner {
     /// The configured MCP servers, started when an agent first uses them; `None` when there
     /// are none.
     pub mcp: Option<Arc<reef_mcp::McpHub>>,
+    /// What each agent is doing now, and the text streaming in.
+    pub activity: crate::activity::Board,
 }
 
 /// What a start found and repaired.
@@ -111,6 +113,7 @@ impl Runtime {
                     opts.config.home.join("cache").join("wasm"),
                 )),
                 mcp,
+                activity: crate::activity::Board::default(),
                 config: opts.config,
                 templates: opts.templates,
                 store,
@@ -259,6 +262,11 @@ impl Runtime {
         for task in lock(&self.inner.background).drain(..) {
             task.abort();
         }
+    }
+
+    /// How long ago the daemon started.
+    pub fn uptime(&self) -> std::time::Duration {
+        self.inner.started.elapsed()
     }
 
     /// Events that could not be written to the history since the daemon started.

@@ -6,6 +6,7 @@
 //! exactly once, the operator command set, and the board where running channels report their
 //! state.
 
+mod activity;
 mod agents;
 mod bus;
 mod channels;
@@ -27,6 +28,7 @@ mod templates;
 mod tools;
 mod worker;
 
+pub use activity::{Activity, Change as ActivityChange, Doing};
 pub use agents::{ROOM_AGENTS, ROOM_CONTROL, SpawnRequest, Spawned, check_name};
 pub use bus::{Bus, EventFilter};
 pub use channels::{ChannelState, ChannelStatus};

@@ -2,6 +2,7 @@
 //! output caps, a scrubbed environment and process-group kill — plus a probe of the
 //! isolation features this machine offers.
 
+mod browser;
 mod capture;
 mod descriptors;
 mod error;
@@ -15,6 +16,7 @@ mod request;
 mod runner;
 mod spawned;
 
+pub use browser::open_in_browser;
 pub use descriptors::raise_open_files_limit;
 pub use error::SandboxError;
 pub use hidden::{READ_ONLY_IN_WORKSPACE, home_secrets};

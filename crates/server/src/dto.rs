@@ -369,3 +369,10 @@ pub struct HealthView {
     /// logged); not 0 means the store is failing.
     pub lost_events: u64,
 }
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DashboardLinkView {
+    /// Opens a signed-in dashboard session once.
+    pub url: String,
+    pub expires_in_secs: u64,
+}

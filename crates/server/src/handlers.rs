@@ -56,6 +56,18 @@ pub async fn health(State(s): State<AppState>) -> Api<HealthView> {
     }))
 }
 
+pub async fn dashboard_link(State(s): State<AppState>) -> Api<DashboardLinkView> {
+    let code = s.logins.new_link();
+    let base = match s.addr {
+        addr if addr.ip().is_unspecified() => format!("http://127.0.0.1:{}", addr.port()),
+        addr => format!("http://{addr}"),
+    };
+    Ok(Json(DashboardLinkView {
+        url: format!("{base}/login/{code}"),
+        expires_in_secs: reef_dashboard::LINK_LIFETIME.as_secs(),
+    }))
+}
+
 pub async fn templates(State(s): State<AppState>) -> Api<Vec<TemplateView>> {
     Ok(Json(
         s.runtime

@@ -32,18 +32,25 @@ pub struct AppState {
     pub runtime: Runtime,
     /// When each hook last recorded a refusal, and how many it held since.
     pub(crate) hook_refusals: Arc<hooks::Refusals>,
+    /// The dashboard's sessions and login links.
+    pub(crate) logins: Arc<reef_dashboard::Logins>,
+    /// Where the daemon listens (for the links it hands out).
+    pub(crate) addr: std::net::SocketAddr,
 }
 
 /// The router: every API route and `/mcp` behind the bearer token `token`, and the webhooks.
 /// `addr` is where the daemon listens: `/mcp` answers only requests addressed to it.
 pub fn router(runtime: Runtime, token: &str, addr: std::net::SocketAddr) -> Router {
+    let logins = Arc::new(reef_dashboard::Logins::new(token));
+    let own = own_names(addr);
+    let dashboard = reef_dashboard::router(runtime.clone(), logins.clone(), own.clone());
     let mut router: Router<AppState> = Router::new();
     for route in routes::table() {
         router = router.route(route.path, route.handler);
     }
     let token = auth::Token(Arc::from(token));
     router
-        .merge(mcp::router(runtime.clone(), addr))
+        .merge(mcp::router(runtime.clone(), &own))
         .route(
             "/v1/openapi.json",
             axum::routing::get(|| async { axum::Json(openapi::document()) }),
@@ -56,7 +63,32 @@ pub fn router(runtime: Runtime, token: &str, addr: std::net::SocketAddr) -> Rout
         .with_state(AppState {
             runtime,
             hook_refusals: Arc::default(),
+            logins,
+            addr,
         })
+        .merge(dashboard)
+}
+
+/// The daemon's own names (its address, and the loopback names when it listens on loopback
+/// or on every address), as `Host` values and origins: the dashboard and `/mcp` refuse any
+/// other (DNS rebinding, cross-site requests).
+fn own_names(addr: std::net::SocketAddr) -> reef_dashboard::Own {
+    let port = addr.port();
+    let mut names = vec![match addr {
+        std::net::SocketAddr::V4(a) => a.ip().to_string(),
+        std::net::SocketAddr::V6(a) => format!("[{}]", a.ip()),
+    }];
+    if addr.ip().is_loopback() || addr.ip().is_unspecified() {
+        names.extend(["127.0.0.1", "localhost", "[::1]"].map(String::from));
+    }
+    names.dedup();
+    reef_dashboard::Own {
+        hosts: names.iter().map(|n| format!("{n}:{port}")).collect(),
+        origins: names
+            .iter()
+            .flat_map(|n| [format!("http://{n}:{port}"), format!("https://{n}:{port}")])
+            .collect(),
+    }
 }
 
 /// `POST /hooks/NAME`, outside the bearer token (a delivery's signature authenticates it),
@@ -82,7 +114,9 @@ pub async fn serve(
             tracing::debug!(%err, "cannot set TCP_NODELAY");
         }
     });
-    axum::serve(listener, router)
+    // The client's address is known to handlers (the dashboard's sign-in lockout).
+    let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, service)
         .with_graceful_shutdown(shutdown)
         .await
 }

@@ -79,6 +79,16 @@ const EVENT_QUERY: &[QueryParam] = &[
 pub(crate) fn table() -> Vec<Route> {
     let mut routes = vec![
         route(
+            "post",
+            "/v1/dashboard/links",
+            "createDashboardLink",
+            "A one-time login link for the dashboard (valid five minutes)",
+            &[],
+            None,
+            (200, Some(schema::<DashboardLinkView>)),
+            post(h::dashboard_link),
+        ),
+        route(
             "get",
             "/v1/health",
             "health",

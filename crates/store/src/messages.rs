@@ -75,16 +75,30 @@ impl Store {
 
     /// The session's transcript in seq order. `NotFound` if the session does not exist.
     pub async fn messages(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
+        self.messages_page(session, None, usize::MAX).await
+    }
+
+    /// Up to `limit` of the session's last messages before seq `before` (all when `None`),
+    /// in seq order: a long transcript is read from its end, a page at a time.
+    /// `NotFound` if the session does not exist.
+    pub async fn messages_page(
+        &self,
+        session: &SessionId,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
         let session = session.clone();
+        let before = before.map_or(i64::MAX, |b| i64::try_from(b).unwrap_or(i64::MAX));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.run(move |db| {
             let tx = db.conn.transaction()?;
             ensure_session(&tx, &session)?;
-            let mut stmt = tx.prepare(
+            let mut stmt = tx.prepare_cached(
                 "SELECT seq, created_at, role, content, tool_calls, tool_call_id, tool_name,
                         is_error
-                 FROM messages WHERE session_id = ?1 ORDER BY seq",
+                 FROM messages WHERE session_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3",
             )?;
-            let rows = stmt.query_map(params![session.as_str()], |r| {
+            let rows = stmt.query_map(params![session.as_str(), before, limit], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
                     r.get::<_, String>(1)?,
@@ -108,6 +122,8 @@ impl Store {
                     message: row.decode(&what)?,
                 });
             }
+            drop(stmt);
+            out.reverse();
             Ok(out)
         })
         .await

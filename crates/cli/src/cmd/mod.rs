@@ -11,6 +11,7 @@ mod chat;
 mod client;
 mod config;
 mod cost;
+mod dashboard;
 mod debug;
 mod doctor;
 mod mcp;
@@ -38,6 +39,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(args) => run::run(&cli.overrides, args).await,
         Command::Chat(args) => chat::chat(&cli.overrides, args).await,
         Command::Cost(args) => cost::cost(&cli.overrides, args).await,
+        Command::Dashboard(args) => dashboard::dashboard(&cli.overrides, args).await,
         Command::Sessions { command } => sessions::sessions(&cli.overrides, command).await,
         Command::Config {
             command: ConfigCommand::Show(flag),

@@ -1,12 +1,14 @@
 //! End-to-end tests of the `reef` binary against the scripted mock model server.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
+mod browser;
 mod channels;
 mod commands;
 mod compaction;
 mod cost;
 mod crash;
 mod daemon;
+mod dashboard;
 mod debug;
 mod e2e;
 mod escapes;

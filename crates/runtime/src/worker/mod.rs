@@ -248,6 +248,9 @@ impl Worker {
 
     /// Ends the session loop, if one runs, reading what it still reports.
     async fn close(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.activity.idle(&self.agent);
+        }
         let Some(mut handle) = self.handle.take() else {
             return;
         };

@@ -27,6 +27,7 @@ pub(super) async fn session_event(
     (ids, senders): (&[u64], &[String]),
     msg: EventMsg,
 ) {
+    rt.inner.activity.observe(agent, &msg);
     if let Some((kind, data)) = translate(ids, senders, msg) {
         event(rt, agent, kind, data).await;
     }

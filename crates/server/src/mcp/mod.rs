@@ -10,7 +10,6 @@ use reef_mcp::{
 };
 use reef_runtime::{Runtime, RuntimeError};
 use serde_json::{Map, Value};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
@@ -23,8 +22,8 @@ struct DaemonHost {
     changes: broadcast::Sender<Change>,
 }
 
-/// The `/mcp` routes for `runtime`, answering only to `addr` (the daemon's own address).
-pub(crate) fn router(runtime: Runtime, addr: SocketAddr) -> axum::Router<crate::AppState> {
+/// The `/mcp` routes for `runtime`, answering only to the daemon's `own` names.
+pub(crate) fn router(runtime: Runtime, own: &reef_dashboard::Own) -> axum::Router<crate::AppState> {
     let (changes, _) = broadcast::channel(16);
     let stop = tokio_util::sync::CancellationToken::new();
     // Agents coming and going change the resources; tell connected clients.
@@ -55,27 +54,14 @@ pub(crate) fn router(runtime: Runtime, addr: SocketAddr) -> axum::Router<crate::
         }
     });
     let host = Arc::new(DaemonHost { runtime, changes });
-    reef_mcp::http_router(host, guard(addr), ends)
+    reef_mcp::http_router(host, guard(own), ends)
 }
 
-/// The daemon's own names: its address, and the loopback names when it listens on loopback
-/// or on every address.
-fn guard(addr: SocketAddr) -> HttpGuard {
-    let port = addr.port();
-    let mut names = vec![match addr {
-        SocketAddr::V4(a) => a.ip().to_string(),
-        SocketAddr::V6(a) => format!("[{}]", a.ip()),
-    }];
-    if addr.ip().is_loopback() || addr.ip().is_unspecified() {
-        names.extend(["127.0.0.1", "localhost", "[::1]"].map(String::from));
-    }
-    names.dedup();
+/// `/mcp` answers requests addressed to the daemon's own names only.
+fn guard(own: &reef_dashboard::Own) -> HttpGuard {
     HttpGuard {
-        hosts: names.iter().map(|n| format!("{n}:{port}")).collect(),
-        origins: names
-            .iter()
-            .flat_map(|n| [format!("http://{n}:{port}"), format!("https://{n}:{port}")])
-            .collect(),
+        hosts: own.hosts.clone(),
+        origins: own.origins.clone(),
     }
 }
 

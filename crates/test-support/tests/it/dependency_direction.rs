@@ -110,6 +110,10 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
             ),
         ),
         (
+            "reef-dashboard",
+            Some(&["reef-core", "reef-runtime", "reef-store"][..]),
+        ),
+        (
             "reef-server",
             Some(
                 &[
@@ -119,6 +123,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                     "reef-store",
                     "reef-security",
                     "reef-mcp",
+                    "reef-dashboard",
                 ][..],
             ),
         ),

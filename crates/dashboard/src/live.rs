@@ -1,0 +1,358 @@
+//! The pages' live streams: SSE events whose data is HTML fragments, named for the part of
+//! the page they replace or extend (`agents`, `pending`, `status`, `entry`, `delta`, …).
+//! The overview gets whole fragments again when what they show changes; the agent page gets
+//! its conversation entry by entry, from the event history after the seq the page was
+//! rendered at (or the `Last-Event-ID` a reconnecting browser sends), so nothing falls
+//! between page and stream.
+
+use crate::Dash;
+use crate::pages::{agent_head, agents_table, pending_list, status_line};
+use crate::view::{Entry, Time, answer_entry, call_entry, escape, fragment, result_entry};
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use reef_core::AgentId;
+use reef_runtime::{Activity, ActivityChange, RuntimeError};
+use reef_store::StoredEvent;
+use serde::Deserialize;
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use tokio::sync::broadcast::Receiver;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+
+/// Events read from the history per step when catching up.
+const HISTORY_PAGE: usize = 200;
+
+/// What changed, so the fragments showing it are sent again.
+#[derive(Default)]
+struct Dirty {
+    agents: bool,
+    pending: bool,
+    status: bool,
+    head: bool,
+}
+
+impl Dirty {
+    fn any(&self) -> bool {
+        self.agents || self.pending || self.status || self.head
+    }
+
+    fn note(&mut self, kind: &str) {
+        let under = |p: &str| kind.starts_with(p);
+        if under("agent.")
+            || under("turn.")
+            || under("tool.")
+            || under("model.")
+            || under("budget.")
+        {
+            self.agents = true;
+            self.head = true;
+        }
+        if under("question.") || under("approval.") {
+            self.pending = true;
+        }
+        if under("agent.") || under("channel.") || under("message.") || under("turn.") {
+            self.status = true;
+        }
+    }
+}
+
+/// One live stream's state.
+struct Feed {
+    d: Dash,
+    /// The agent page's agent; `None` for the overview.
+    agent: Option<AgentId>,
+    events: Receiver<StoredEvent>,
+    activity: Receiver<Activity>,
+    stopping: tokio::sync::watch::Receiver<bool>,
+    /// The last event seq sent (or skipped).
+    after: u64,
+    out: VecDeque<Event>,
+    dirty: Dirty,
+}
+
+/// `GET /live`: the overview's fragments, sent again when they change.
+pub(crate) async fn overview(State(d): State<Dash>) -> Response {
+    let after = match d.runtime.store().last_event_seq().await {
+        Ok(seq) => seq,
+        Err(err) => return crate::pages::failure(&err.into()),
+    };
+    // Everything once at the start: what changed between the page and this stream.
+    let dirty = Dirty {
+        agents: true,
+        pending: true,
+        status: true,
+        head: false,
+    };
+    stream(feed(d, None, after, dirty))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct After {
+    after: Option<u64>,
+}
+
+/// `GET /agents/{name}/live?after=SEQ`: the agent's conversation as it happens.
+pub(crate) async fn agent(
+    State(d): State<Dash>,
+    Path(name): Path<String>,
+    Query(q): Query<After>,
+    headers: HeaderMap,
+) -> Response {
+    let agent = match d.runtime.get_agent(&name).await {
+        Ok(agent) => agent,
+        Err(err) => return crate::pages::failure(&err),
+    };
+    let resume = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let after = match resume.or(q.after) {
+        Some(after) => after,
+        None => match d.runtime.store().last_event_seq().await {
+            Ok(seq) => seq,
+            Err(err) => return crate::pages::failure(&err.into()),
+        },
+    };
+    let dirty = Dirty {
+        head: true,
+        pending: true,
+        ..Dirty::default()
+    };
+    stream(feed(d, Some(agent.id), after, dirty))
+}
+
+fn feed(d: Dash, agent: Option<AgentId>, after: u64, dirty: Dirty) -> Feed {
+    // Subscribe before reading the history, so nothing falls between the two.
+    Feed {
+        events: d.runtime.bus().subscribe(),
+        activity: d.runtime.watch_activity(),
+        stopping: d.runtime.stopping(),
+        d,
+        agent,
+        after,
+        out: VecDeque::new(),
+        dirty,
+    }
+}
+
+fn stream(feed: Feed) -> Response {
+    let events = futures::stream::unfold(feed, |mut f| async move {
+        loop {
+            if let Some(event) = f.out.pop_front() {
+                return Some((Ok::<_, Infallible>(event), f));
+            }
+            if f.dirty.any() {
+                if let Err(err) = f.render().await {
+                    tracing::warn!(error = %err, "a dashboard stream cannot render");
+                    return None;
+                }
+                continue;
+            }
+            if !f.step().await {
+                return None;
+            }
+        }
+    });
+    sse(events)
+}
+
+fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+impl Feed {
+    /// Waits for something new; `false` when the stream should end.
+    async fn step(&mut self) -> bool {
+        // The history first (also after falling behind the live buffer).
+        match self
+            .d
+            .runtime
+            .store()
+            .events_after(self.after, self.agent.as_ref(), HISTORY_PAGE)
+            .await
+        {
+            Ok(page) if !page.is_empty() => {
+                for event in page {
+                    self.take(&event);
+                }
+                return true;
+            }
+            Ok(_) => {}
+            Err(err) => {
+                tracing::warn!(error = %err, "a dashboard stream cannot read the history");
+                return false;
+            }
+        }
+        if *self.stopping.borrow() {
+            return false;
+        }
+        tokio::select! {
+            received = self.events.recv() => match received {
+                Ok(event) if event.seq > self.after && self.mine(event.agent_id.as_ref()) => {
+                    self.take(&event);
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return false,
+            },
+            received = self.activity.recv() => match received {
+                Ok(activity) => self.act(activity),
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return false,
+            },
+            _ = self.stopping.changed() => return false,
+        }
+        // Take whatever else is ready at once, so a burst renders once.
+        loop {
+            match self.activity.try_recv() {
+                Ok(activity) => self.act(activity),
+                Err(TryRecvError::Lagged(_)) => {}
+                Err(_) => break,
+            }
+        }
+        true
+    }
+
+    fn mine(&self, agent: Option<&AgentId>) -> bool {
+        self.agent.is_none() || self.agent.as_ref() == agent
+    }
+
+    /// An event from the history.
+    fn take(&mut self, event: &StoredEvent) {
+        self.after = self.after.max(event.seq);
+        if !self.mine(event.agent_id.as_ref()) {
+            return;
+        }
+        self.dirty.note(&event.kind);
+        if self.agent.is_none() {
+            return;
+        }
+        if event.kind == "agent.message" {
+            self.out
+                .push_back(Event::default().event("stream-reset").data(""));
+        }
+        if let Some(entry) = entry(event) {
+            let html = fragment(&crate::view::Entries {
+                agent: String::new(),
+                entries: vec![entry],
+                older: None,
+            });
+            self.out.push_back(
+                Event::default()
+                    .id(event.seq.to_string())
+                    .event("entry")
+                    .data(html),
+            );
+        }
+    }
+
+    /// A change of activity.
+    fn act(&mut self, activity: Activity) {
+        if !self.mine(Some(&activity.agent)) {
+            return;
+        }
+        match activity.change {
+            ActivityChange::Doing(_) => {
+                self.dirty.agents = true;
+                self.dirty.head = true;
+            }
+            ActivityChange::Text(text) if self.agent.is_some() => {
+                self.out
+                    .push_back(Event::default().event("delta").data(escape(&text)));
+            }
+            ActivityChange::TextDiscarded if self.agent.is_some() => {
+                self.out
+                    .push_back(Event::default().event("stream-reset").data(""));
+            }
+            ActivityChange::Text(_) | ActivityChange::TextDiscarded => {}
+        }
+    }
+
+    /// Sends the changed fragments again.
+    async fn render(&mut self) -> Result<(), RuntimeError> {
+        let dirty = std::mem::take(&mut self.dirty);
+        let d = &self.d;
+        match &self.agent {
+            None => {
+                if dirty.agents {
+                    let html = agents_table(d).await?;
+                    self.out
+                        .push_back(Event::default().event("agents").data(html));
+                }
+                if dirty.pending {
+                    let html = pending_list(d, None).await?;
+                    self.out
+                        .push_back(Event::default().event("pending").data(html));
+                }
+                if dirty.status {
+                    let html = status_line(d).await?;
+                    self.out
+                        .push_back(Event::default().event("status").data(html));
+                }
+            }
+            Some(id) => {
+                if dirty.head {
+                    let html = match d.runtime.store().get_agent(id).await? {
+                        Some(agent) => agent_head(d, &agent).await?,
+                        None => {
+                            "<p class=\"notice error\">This agent was destroyed.</p>".to_owned()
+                        }
+                    };
+                    self.out
+                        .push_back(Event::default().event("head").data(html));
+                }
+                if dirty.pending {
+                    let html = pending_list(d, Some(id)).await?;
+                    self.out
+                        .push_back(Event::default().event("pending").data(html));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The conversation entry an agent's event adds, if any.
+fn entry(event: &StoredEvent) -> Option<Entry> {
+    let at = Some(Time::parse(&event.created_at));
+    let text = |name: &str| event.data[name].as_str().unwrap_or_default().to_owned();
+    let seq_key = format!("event-{}", event.seq);
+    Some(match event.kind.as_str() {
+        "message.delivered" => Entry::new(
+            crate::view::inbox_key(event.data["inbox_id"].as_u64().unwrap_or_default()),
+            "user",
+            format!("message from {}", text("from")),
+            &text("body"),
+            at,
+        ),
+        "agent.message" if !text("text").trim().is_empty() => answer_entry(&text("text"), at),
+        "tool.call" => call_entry(&text("call_id"), &text("name"), &text("arguments"), at),
+        "tool.result" => result_entry(
+            &text("call_id"),
+            &text("name"),
+            &text("output"),
+            event.data["is_error"].as_bool().unwrap_or(false),
+            at,
+        ),
+        "agent.error" => Entry::new(seq_key, "note", "error", &text("message"), at),
+        "agent.warning" => Entry::new(seq_key, "note", "warning", &text("message"), at),
+        "turn.ended" => {
+            let outcome = &event.data["outcome"];
+            match outcome["status"].as_str() {
+                Some("completed") | None => return None,
+                Some(status) => Entry::new(
+                    seq_key,
+                    "note",
+                    "turn ended",
+                    &format!("the turn ended: {}", status.replace('_', " ")),
+                    at,
+                ),
+            }
+        }
+        _ => return None,
+    })
+}
