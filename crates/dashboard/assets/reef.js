@@ -17,13 +17,37 @@ function refreshTimes() {
   }
 }
 
-// An entry can arrive twice (read with the page, then sent live): keep the first.
-function dropRepeats() {
-  const seen = new Set();
+// An entry can arrive twice: read with the page, then sent live. Only a live entry whose
+// key was among the page's own is dropped, once per copy the page had, so two identical
+// answers that really happened both stay.
+const pageKeys = new Map();
+
+function notePageKeys() {
   for (const el of document.querySelectorAll("#transcript [data-key]")) {
     const key = el.getAttribute("data-key");
-    if (seen.has(key)) el.remove(); else seen.add(key);
+    pageKeys.set(key, (pageKeys.get(key) || 0) + 1);
+    el.setAttribute("data-seen", "");
   }
+}
+
+function dropRepeats() {
+  for (const el of document.querySelectorAll("#transcript [data-key]:not([data-seen])")) {
+    const key = el.getAttribute("data-key");
+    const left = pageKeys.get(key) || 0;
+    if (left > 0) {
+      pageKeys.set(key, left - 1);
+      el.remove();
+    } else {
+      el.setAttribute("data-seen", "");
+    }
+  }
+}
+
+// Answers that are not HTML (a refusal from a layer below the pages) are shown as text.
+function escapeText(text) {
+  const div = document.createElement("div");
+  div.textContent = text;
+  return '<p class="notice error" role="alert">' + div.innerHTML + "</p>";
 }
 
 function followConversation() {
@@ -35,7 +59,14 @@ function followConversation() {
 
 document.addEventListener("DOMContentLoaded", () => {
   refreshTimes();
+  notePageKeys();
   setInterval(refreshTimes, 30000);
+  document.body.addEventListener("htmx:beforeSwap", (event) => {
+    const type = event.detail.xhr.getResponseHeader("content-type") || "";
+    if (!type.startsWith("text/html")) {
+      event.detail.serverResponse = escapeText(event.detail.xhr.responseText);
+    }
+  });
   document.body.addEventListener("htmx:sseMessage", () => {
     dropRepeats();
     followConversation();

@@ -3,10 +3,8 @@
 //! the live stream then shows the effect.
 
 use crate::Dash;
-use crate::auth::Session;
-use crate::pages::{failure, spawn_form};
+use crate::pages::failure;
 use crate::view::{SpawnValues, escape};
-use axum::Extension;
 use axum::extract::{Form, Path, State};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -36,11 +34,7 @@ fn optional(text: &str) -> Option<String> {
 }
 
 /// `POST /spawn`.
-pub(crate) async fn spawn(
-    State(d): State<Dash>,
-    Extension(session): Extension<Session>,
-    Form(form): Form<SpawnValues>,
-) -> Response {
+pub(crate) async fn spawn(State(d): State<Dash>, Form(form): Form<SpawnValues>) -> Response {
     let request = SpawnRequest {
         name: form.name.trim().to_owned(),
         template: form.template.clone(),
@@ -52,11 +46,8 @@ pub(crate) async fn spawn(
     };
     match d.runtime.spawn_agent(request, None).await {
         Ok(spawned) => redirect(&format!("/agents/{}", spawned.agent.name)),
-        Err(err) => {
-            let status = failure(&err).status();
-            let page = spawn_form(&d, &session, form, Some(err.to_string()));
-            (status, crate::view::page(&page)).into_response()
-        }
+        // The form stays as it was typed; the notice says what to change.
+        Err(err) => notice(failure(&err).status(), &err.to_string()),
     }
 }
 

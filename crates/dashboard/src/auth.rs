@@ -16,8 +16,8 @@ pub const LINK_LIFETIME: Duration = Duration::from_secs(300);
 pub const MAX_FAILURES: u32 = 5;
 /// How long a lockout lasts, and the window failures are counted in.
 pub const LOCKOUT: Duration = Duration::from_secs(15 * 60);
-/// The cookie's name.
-pub const COOKIE: &str = "reef_session";
+/// Failed sign-ins remembered at most (addresses beyond it push out the oldest).
+const MAX_TRACKED: usize = 10_000;
 
 /// A signed-in browser.
 #[derive(Clone, Debug)]
@@ -77,6 +77,7 @@ impl Logins {
     pub fn sign_in(&self, client: IpAddr, token: &str) -> Result<Session, Refusal> {
         let now = Instant::now();
         let mut state = self.state();
+        forget_old_failures(&mut state.failures, now);
         let failures = state.failures.entry(client).or_default();
         if let Some(until) = failures.locked_until {
             if until > now {
@@ -142,6 +143,25 @@ impl Logins {
     /// Ends a session.
     pub fn sign_out(&self, id: &str) {
         self.state().sessions.remove(id);
+    }
+}
+
+/// Drops failures older than the lockout window, and the oldest beyond [`MAX_TRACKED`]
+/// (addresses that rotate cannot grow the map without bound).
+fn forget_old_failures(failures: &mut HashMap<IpAddr, Failures>, now: Instant) {
+    failures.retain(|_, f| {
+        f.locked_until.is_some_and(|until| until > now)
+            || f.first.is_some_and(|first| now - first < LOCKOUT)
+    });
+    while failures.len() >= MAX_TRACKED {
+        let oldest = failures
+            .iter()
+            .min_by_key(|(_, f)| f.first)
+            .map(|(ip, _)| *ip);
+        match oldest {
+            Some(ip) => failures.remove(&ip),
+            None => break,
+        };
     }
 }
 

@@ -4,7 +4,7 @@
 //! headers (a strict Content-Security-Policy among them) on every answer.
 
 use crate::Dash;
-use crate::auth::{COOKIE, Session, same};
+use crate::auth::{Session, same};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -19,11 +19,22 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
                        img-src 'self' data:; connect-src 'self'; form-action 'self'; \
                        frame-ancestors 'none'; base-uri 'none'";
 
-/// The daemon's own names, as `Host` values and as origins.
+/// The daemon's own names, as `Host` values and as origins, and its port.
 #[derive(Clone, Debug, Default)]
 pub struct Own {
     pub hosts: Vec<String>,
     pub origins: Vec<String>,
+    pub port: u16,
+}
+
+impl Own {
+    /// The session cookie's name. Browsers send a cookie to every port of a host, so the
+    /// name carries the daemon's port: two daemons on one machine keep their own sessions.
+    /// (Any other server on the same host name still receives it: the session is only as
+    /// private as the host's other ports.)
+    pub fn cookie(&self) -> String {
+        format!("reef_session_{}", self.port)
+    }
 }
 
 /// The address a request came from (unspecified when the server does not say).
@@ -64,7 +75,7 @@ pub(crate) async fn own_origin(State(d): State<Dash>, mut req: Request, next: Ne
 
 /// Needs a live session; a change also needs the session's CSRF token.
 pub(crate) async fn signed_in(State(d): State<Dash>, mut req: Request, next: Next) -> Response {
-    let session = cookie(req.headers(), COOKIE).and_then(|id| d.logins.session(id));
+    let session = cookie(req.headers(), &d.own.cookie()).and_then(|id| d.logins.session(id));
     let Some(session) = session else {
         let page = req.method() == Method::GET && !req.headers().contains_key("hx-request");
         return if page {
@@ -129,29 +140,30 @@ pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> 
 }
 
 /// The `Set-Cookie` value for `session`; `Secure` when the page was loaded over TLS.
-pub(crate) fn session_cookie(session: &Session, secure: bool) -> String {
+pub(crate) fn session_cookie(own: &Own, session: &Session, secure: bool) -> String {
     let secs = crate::auth::SESSION_LIFETIME.as_secs();
     let secure = if secure { "; Secure" } else { "" };
     format!(
-        "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={secs}{secure}",
+        "{}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={secs}{secure}",
+        own.cookie(),
         session.id
     )
 }
 
 /// The `Set-Cookie` value that ends the session in the browser.
-pub(crate) fn cleared_cookie() -> String {
-    format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+pub(crate) fn cleared_cookie(own: &Own) -> String {
+    format!(
+        "{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0",
+        own.cookie()
+    )
 }
 
-/// Whether the browser reached the daemon over TLS (a proxy in front of it).
+/// Whether the page was loaded over TLS (its `Origin` says so).
 pub(crate) fn over_tls(headers: &HeaderMap) -> bool {
-    let says = |name: header::HeaderName| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("https"))
-    };
-    says(header::ORIGIN) || says(header::HeaderName::from_static("x-forwarded-proto"))
+    headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("https://"))
 }
 
 fn refuse(status: StatusCode, why: &'static str) -> Response {

@@ -51,7 +51,10 @@ pub fn router(runtime: Runtime, logins: Arc<Logins>, own: Own) -> Router {
         .layer(from_fn_with_state(dash.clone(), guard::signed_in));
     let open = Router::new()
         .route("/login", get(login::form).post(login::sign_in))
-        .route("/login/{code}", get(login::follow_link))
+        .route(
+            "/login/{code}",
+            get(login::link_form).post(login::follow_link),
+        )
         .route("/assets/{file}", get(assets::serve));
     signed_in
         .merge(open)

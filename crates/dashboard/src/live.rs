@@ -6,8 +6,10 @@
 //! between page and stream.
 
 use crate::Dash;
+use crate::auth::Session;
 use crate::pages::{agent_head, agents_table, pending_list, status_line};
 use crate::view::{Entry, Time, answer_entry, call_entry, escape, fragment, result_entry};
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -17,7 +19,7 @@ use reef_core::AgentId;
 use reef_runtime::{Activity, ActivityChange, RuntimeError};
 use reef_store::StoredEvent;
 use serde::Deserialize;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
@@ -71,10 +73,18 @@ struct Feed {
     after: u64,
     out: VecDeque<Event>,
     dirty: Dirty,
+    /// The session that opened the stream: it ends with it (logout, expiry).
+    session: Session,
+    /// What each fragment was last sent as (an unchanged one is not sent again, so a
+    /// half-typed answer survives other agents' events).
+    sent: HashMap<&'static str, String>,
 }
 
 /// `GET /live`: the overview's fragments, sent again when they change.
-pub(crate) async fn overview(State(d): State<Dash>) -> Response {
+pub(crate) async fn overview(
+    State(d): State<Dash>,
+    Extension(session): Extension<Session>,
+) -> Response {
     let after = match d.runtime.store().last_event_seq().await {
         Ok(seq) => seq,
         Err(err) => return crate::pages::failure(&err.into()),
@@ -86,7 +96,7 @@ pub(crate) async fn overview(State(d): State<Dash>) -> Response {
         status: true,
         head: false,
     };
-    stream(feed(d, None, after, dirty))
+    stream(feed(d, session, None, after, dirty))
 }
 
 #[derive(Deserialize)]
@@ -97,6 +107,7 @@ pub(crate) struct After {
 /// `GET /agents/{name}/live?after=SEQ`: the agent's conversation as it happens.
 pub(crate) async fn agent(
     State(d): State<Dash>,
+    Extension(session): Extension<Session>,
     Path(name): Path<String>,
     Query(q): Query<After>,
     headers: HeaderMap,
@@ -121,10 +132,10 @@ pub(crate) async fn agent(
         pending: true,
         ..Dirty::default()
     };
-    stream(feed(d, Some(agent.id), after, dirty))
+    stream(feed(d, session, Some(agent.id), after, dirty))
 }
 
-fn feed(d: Dash, agent: Option<AgentId>, after: u64, dirty: Dirty) -> Feed {
+fn feed(d: Dash, session: Session, agent: Option<AgentId>, after: u64, dirty: Dirty) -> Feed {
     // Subscribe before reading the history, so nothing falls between the two.
     Feed {
         events: d.runtime.bus().subscribe(),
@@ -135,6 +146,8 @@ fn feed(d: Dash, agent: Option<AgentId>, after: u64, dirty: Dirty) -> Feed {
         after,
         out: VecDeque::new(),
         dirty,
+        session,
+        sent: HashMap::new(),
     }
 }
 
@@ -188,9 +201,10 @@ impl Feed {
                 return false;
             }
         }
-        if *self.stopping.borrow() {
+        if *self.stopping.borrow() || self.d.logins.session(&self.session.id).is_none() {
             return false;
         }
+        let expiry = tokio::time::Instant::from_std(self.session.expires);
         tokio::select! {
             received = self.events.recv() => match received {
                 Ok(event) if event.seq > self.after && self.mine(event.agent_id.as_ref()) => {
@@ -205,6 +219,8 @@ impl Feed {
                 Err(RecvError::Closed) => return false,
             },
             _ = self.stopping.changed() => return false,
+            // The session ended while nothing happened.
+            () = tokio::time::sleep_until(expiry) => return false,
         }
         // Take whatever else is ready at once, so a burst renders once.
         loop {
@@ -232,8 +248,7 @@ impl Feed {
             return;
         }
         if event.kind == "agent.message" {
-            self.out
-                .push_back(Event::default().event("stream-reset").data(""));
+            self.out.push_back(reset());
         }
         if let Some(entry) = entry(event) {
             let html = fragment(&crate::view::Entries {
@@ -241,12 +256,8 @@ impl Feed {
                 entries: vec![entry],
                 older: None,
             });
-            self.out.push_back(
-                Event::default()
-                    .id(event.seq.to_string())
-                    .event("entry")
-                    .data(html),
-            );
+            self.out
+                .push_back(html_event("entry", &html).id(event.seq.to_string()));
         }
     }
 
@@ -261,12 +272,10 @@ impl Feed {
                 self.dirty.head = true;
             }
             ActivityChange::Text(text) if self.agent.is_some() => {
-                self.out
-                    .push_back(Event::default().event("delta").data(escape(&text)));
+                self.out.push_back(html_event("delta", &escape(&text)));
             }
             ActivityChange::TextDiscarded if self.agent.is_some() => {
-                self.out
-                    .push_back(Event::default().event("stream-reset").data(""));
+                self.out.push_back(reset());
             }
             ActivityChange::Text(_) | ActivityChange::TextDiscarded => {}
         }
@@ -275,45 +284,58 @@ impl Feed {
     /// Sends the changed fragments again.
     async fn render(&mut self) -> Result<(), RuntimeError> {
         let dirty = std::mem::take(&mut self.dirty);
-        let d = &self.d;
-        match &self.agent {
+        let d = self.d.clone();
+        match self.agent.clone() {
             None => {
                 if dirty.agents {
-                    let html = agents_table(d).await?;
-                    self.out
-                        .push_back(Event::default().event("agents").data(html));
+                    self.send("agents", agents_table(&d).await?);
                 }
                 if dirty.pending {
-                    let html = pending_list(d, None).await?;
-                    self.out
-                        .push_back(Event::default().event("pending").data(html));
+                    self.send("pending", pending_list(&d, None).await?);
                 }
                 if dirty.status {
-                    let html = status_line(d).await?;
-                    self.out
-                        .push_back(Event::default().event("status").data(html));
+                    self.send("status", status_line(&d).await?);
                 }
             }
             Some(id) => {
                 if dirty.head {
-                    let html = match d.runtime.store().get_agent(id).await? {
-                        Some(agent) => agent_head(d, &agent).await?,
+                    let html = match d.runtime.store().get_agent(&id).await? {
+                        Some(agent) => agent_head(&d, &agent).await?,
                         None => {
                             "<p class=\"notice error\">This agent was destroyed.</p>".to_owned()
                         }
                     };
-                    self.out
-                        .push_back(Event::default().event("head").data(html));
+                    self.send("head", html);
                 }
                 if dirty.pending {
-                    let html = pending_list(d, Some(id)).await?;
-                    self.out
-                        .push_back(Event::default().event("pending").data(html));
+                    self.send("pending", pending_list(&d, Some(&id)).await?);
                 }
             }
         }
         Ok(())
     }
+
+    /// Queues fragment `name` unless it is what was sent last.
+    fn send(&mut self, name: &'static str, html: String) {
+        if self.sent.get(name) == Some(&html) {
+            return;
+        }
+        self.out.push_back(html_event(name, &html));
+        self.sent.insert(name, html);
+    }
+}
+
+/// An SSE event carrying HTML. A lone `\r` would start a new data line, so line ends are
+/// made `\n` first: the page shows what a reload would.
+fn html_event(name: &str, html: &str) -> Event {
+    let html = html.replace("\r\n", "\n").replace('\r', "\n");
+    Event::default().event(name).data(html)
+}
+
+/// Empties the streamed text. An event without data is never delivered, so it carries a
+/// comment (the element still counts as empty).
+fn reset() -> Event {
+    html_event("stream-reset", "<!---->")
 }
 
 /// The conversation entry an agent's event adds, if any.

@@ -1,7 +1,7 @@
 //! Signing in and out: the login form (the API token), one-time links, logout.
 
 use crate::Dash;
-use crate::auth::{COOKIE, Refusal, Session};
+use crate::auth::{Refusal, Session};
 use crate::guard::{Client, cleared_cookie, cookie, over_tls, session_cookie};
 use crate::view::{LoginPage, page};
 use axum::Extension;
@@ -21,7 +21,7 @@ pub(crate) struct LoginForm {
 
 /// `GET /login` (a signed-in browser goes to the overview).
 pub(crate) async fn form(State(d): State<Dash>, headers: HeaderMap) -> Response {
-    if cookie(&headers, COOKIE).is_some_and(|id| d.logins.session(id).is_some()) {
+    if cookie(&headers, &d.own.cookie()).is_some_and(|id| d.logins.session(id).is_some()) {
         return Redirect::to("/").into_response();
     }
     login_page(StatusCode::OK, None)
@@ -35,7 +35,7 @@ pub(crate) async fn sign_in(
     Form(form): Form<LoginForm>,
 ) -> Response {
     match d.logins.sign_in(client, &form.token) {
-        Ok(session) => signed_in(&session, &headers),
+        Ok(session) => signed_in(&d, &session, &headers),
         Err(refusal) => {
             tokio::time::sleep(WRONG_TOKEN_DELAY).await;
             let (status, message) = match refusal {
@@ -63,14 +63,23 @@ pub(crate) async fn sign_in(
     }
 }
 
-/// `GET /login/{code}`: a one-time link from `reef dashboard`.
+/// `GET /login/{code}`: a one-time link from `reef dashboard` shows a button; only the
+/// button's POST uses the link up (a chat's link preview or a browser's prefetch does not).
+pub(crate) async fn link_form(Path(code): Path<String>) -> Response {
+    page(&LoginPage {
+        message: None,
+        link: Some(code),
+    })
+}
+
+/// `POST /login/{code}`.
 pub(crate) async fn follow_link(
     State(d): State<Dash>,
     Path(code): Path<String>,
     headers: HeaderMap,
 ) -> Response {
     match d.logins.follow_link(&code) {
-        Ok(session) => signed_in(&session, &headers),
+        Ok(session) => signed_in(&d, &session, &headers),
         Err(_) => login_page(
             StatusCode::UNAUTHORIZED,
             Some(
@@ -91,7 +100,7 @@ pub(crate) async fn sign_out(
     (
         StatusCode::OK,
         [
-            (header::SET_COOKIE, cleared_cookie()),
+            (header::SET_COOKIE, cleared_cookie(&d.own)),
             (
                 header::HeaderName::from_static("hx-redirect"),
                 "/login".to_owned(),
@@ -101,13 +110,13 @@ pub(crate) async fn sign_out(
         .into_response()
 }
 
-fn signed_in(session: &Session, headers: &HeaderMap) -> Response {
+fn signed_in(d: &Dash, session: &Session, headers: &HeaderMap) -> Response {
     (
         StatusCode::SEE_OTHER,
         [
             (
                 header::SET_COOKIE,
-                session_cookie(session, over_tls(headers)),
+                session_cookie(&d.own, session, over_tls(headers)),
             ),
             (header::LOCATION, "/".to_owned()),
         ],
@@ -116,5 +125,12 @@ fn signed_in(session: &Session, headers: &HeaderMap) -> Response {
 }
 
 fn login_page(status: StatusCode, message: Option<String>) -> Response {
-    (status, page(&LoginPage { message })).into_response()
+    (
+        status,
+        page(&LoginPage {
+            message,
+            link: None,
+        }),
+    )
+        .into_response()
 }

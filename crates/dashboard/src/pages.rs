@@ -5,8 +5,8 @@ use crate::Dash;
 use crate::auth::Session;
 use crate::view::{
     AgentHead, AgentPage, AgentRow, AgentsTable, Chrome, Entries, InboxRow, OverviewPage,
-    PendingList, SpawnPage, SpawnValues, StatusLine, Time, agent_row, duration, entries, fragment,
-    money, page, pending_row,
+    PendingList, SpawnPage, StatusLine, Time, agent_row, duration, entries, fragment, money, page,
+    pending_row,
 };
 use axum::Extension;
 use axum::extract::{Path, Query, State};
@@ -32,7 +32,11 @@ pub(crate) fn failure(err: &RuntimeError) -> Response {
         RuntimeError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
         RuntimeError::Store(_) | RuntimeError::Setup(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    (status, err.to_string()).into_response()
+    let html = format!(
+        r#"<p class="notice error" role="alert">{}</p>"#,
+        crate::view::escape(&err.to_string())
+    );
+    (status, axum::response::Html(html)).into_response()
 }
 
 /// `GET /`.
@@ -228,17 +232,7 @@ pub(crate) async fn spawn(
     State(d): State<Dash>,
     Extension(session): Extension<Session>,
 ) -> Response {
-    page(&spawn_form(&d, &session, SpawnValues::default(), None))
-}
-
-/// The spawn form, filled with `form` and showing `error`.
-pub(crate) fn spawn_form(
-    d: &Dash,
-    session: &Session,
-    form: SpawnValues,
-    error: Option<String>,
-) -> SpawnPage {
-    SpawnPage {
+    page(&SpawnPage {
         chrome: Chrome::new("Spawn · reef", &session.csrf, "spawn"),
         templates: d
             .runtime
@@ -247,7 +241,5 @@ pub(crate) fn spawn_form(
             .map(|t| (t.name.clone(), t.description.clone()))
             .collect(),
         models: d.runtime.config().providers.keys().cloned().collect(),
-        error,
-        form,
-    }
+    })
 }

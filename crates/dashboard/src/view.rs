@@ -6,7 +6,7 @@ use crate::assets::url;
 use askama::Template;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
-use reef_core::{AgentState, Message};
+use reef_core::Message;
 use reef_runtime::Doing;
 use reef_store::{AgentRecord, PendingItem, StoredMessage};
 
@@ -61,6 +61,8 @@ impl Chrome {
 #[template(path = "login.html")]
 pub(crate) struct LoginPage {
     pub message: Option<String>,
+    /// A one-time link's code: the page shows its button instead of the token form.
+    pub link: Option<String>,
 }
 
 impl LoginPage {
@@ -101,11 +103,9 @@ pub(crate) struct SpawnPage {
     pub chrome: Chrome,
     pub templates: Vec<(String, String)>,
     pub models: Vec<String>,
-    pub error: Option<String>,
-    pub form: SpawnValues,
 }
 
-/// What the spawn form was filled with (kept when it is sent back with an error).
+/// What the spawn form sends.
 #[derive(Clone, Debug, Default, serde::Deserialize)]
 pub(crate) struct SpawnValues {
     #[serde(default)]
@@ -288,17 +288,6 @@ pub(crate) fn duration(secs: u64) -> String {
     }
 }
 
-pub(crate) fn state_name(state: AgentState) -> &'static str {
-    match state {
-        AgentState::Pending => "pending",
-        AgentState::Running => "running",
-        AgentState::Paused => "paused",
-        AgentState::Completed => "completed",
-        AgentState::Failed => "failed",
-        AgentState::Terminated => "terminated",
-    }
-}
-
 /// An agent's overview row.
 pub(crate) fn agent_row(
     agent: &AgentRecord,
@@ -310,7 +299,7 @@ pub(crate) fn agent_row(
         name: agent.name.clone(),
         template: agent.template.clone(),
         model: agent.model.clone().unwrap_or_else(|| "default".to_owned()),
-        state: state_name(agent.state),
+        state: agent.state.as_str(),
         doing: doing.describe(),
         busy: *doing != Doing::Idle,
         budget: agent.budget.tokens.map_or_else(

@@ -82,12 +82,17 @@ fn own_names(addr: std::net::SocketAddr) -> reef_dashboard::Own {
         names.extend(["127.0.0.1", "localhost", "[::1]"].map(String::from));
     }
     names.dedup();
+    let mut hosts: Vec<String> = names.iter().map(|n| format!("{n}:{port}")).collect();
+    let mut origins: Vec<String> = names.iter().map(|n| format!("http://{n}:{port}")).collect();
+    // On port 80 a browser names the host without the port.
+    if port == 80 {
+        hosts.extend(names.iter().cloned());
+        origins.extend(names.iter().map(|n| format!("http://{n}")));
+    }
     reef_dashboard::Own {
-        hosts: names.iter().map(|n| format!("{n}:{port}")).collect(),
-        origins: names
-            .iter()
-            .flat_map(|n| [format!("http://{n}:{port}"), format!("https://{n}:{port}")])
-            .collect(),
+        hosts,
+        origins,
+        port,
     }
 }
 

@@ -7,6 +7,7 @@
 
 use crate::browser::Browser;
 use crate::daemon::{Daemon, daemon_home};
+use crate::reef;
 use reef_test_support::{MockLlm, MockReply, RecordedRequest};
 use serde_json::json;
 use std::sync::Arc;
@@ -82,6 +83,17 @@ async fn an_operator_runs_an_agent_from_the_dashboard() {
     shots(&browser, "spawn").await;
     browser.click("form.spawn button[type=submit]").await;
     browser.wait_text("#transcript", "shell").await;
+    // A taken name: the form says so and keeps what was typed.
+    browser.goto(&format!("{base}/spawn")).await;
+    browser.fill("#name", "ada").await;
+    browser.fill("#task", "another haiku").await;
+    browser.click("form.spawn button[type=submit]").await;
+    browser.wait_text("#spawn-result", "ada").await;
+    let kept = browser
+        .eval("return document.getElementById('task').value")
+        .await;
+    assert_eq!(kept, json!("another haiku"));
+    browser.goto(&format!("{base}/agents/ada")).await;
     browser
         .wait_text("#transcript", "haiku.txt is written")
         .await;
@@ -149,11 +161,9 @@ async fn an_operator_runs_an_agent_from_the_dashboard() {
     browser.wait_text("#agent-state", "running").await;
 
     // Requests from elsewhere are refused, with the session cookie or not.
-    let cookie = browser
-        .client
-        .get_named_cookie("reef_session")
-        .await
-        .unwrap();
+    let port = base.rsplit(':').next().unwrap().to_owned();
+    let cookie_name = format!("reef_session_{port}");
+    let cookie = browser.client.get_named_cookie(&cookie_name).await.unwrap();
     let csrf = browser
         .eval("return JSON.parse(document.body.getAttribute('hx-headers'))['x-csrf-token']")
         .await;
@@ -163,7 +173,7 @@ async fn an_operator_runs_an_agent_from_the_dashboard() {
     let send = |origin: &str, token: Option<&str>| {
         let mut req = http
             .post(&pause)
-            .header("cookie", format!("reef_session={}", cookie.value()))
+            .header("cookie", format!("{cookie_name}={}", cookie.value()))
             .header("origin", origin)
             .header("content-type", "application/x-www-form-urlencoded")
             .body("");
@@ -179,11 +189,10 @@ async fn an_operator_runs_an_agent_from_the_dashboard() {
     let wrong_csrf = send(&base, Some("0000")).await.unwrap();
     assert_eq!(wrong_csrf.status(), 403);
     assert_eq!(daemon.get("/v1/agents/ada").await["state"], "running");
-    let port = base.rsplit(':').next().unwrap();
     let rebound = http
         .get(format!("{base}/"))
         .header("host", format!("evil.example:{port}"))
-        .header("cookie", format!("reef_session={}", cookie.value()))
+        .header("cookie", format!("{cookie_name}={}", cookie.value()))
         .send()
         .await
         .unwrap();
@@ -215,7 +224,7 @@ async fn reef_dashboard_prints_a_link_that_signs_in_once() {
     let mock = MockLlm::start_responder(Arc::new(model)).await;
     let home = daemon_home(&mock);
     let daemon = Daemon::start(&home).await;
-    let out = crate::reef(&home)
+    let out = reef(&home)
         .args(["dashboard", "--no-open"])
         .output()
         .unwrap();
@@ -234,11 +243,18 @@ async fn reef_dashboard_prints_a_link_that_signs_in_once() {
         "{url}"
     );
     let http = reef_llm::http_client_without_redirects(None).unwrap();
-    let first = http.get(url).send().await.unwrap();
+    // Opening the link (or a preview fetching it) only shows a button.
+    let shown = http.get(url).send().await.unwrap();
+    assert_eq!(shown.status(), 200);
+    assert!(shown.text().await.unwrap().contains("use-link"));
+    let use_link = || http.post(url).header("origin", daemon.base()).send();
+    let first = use_link().await.unwrap();
     assert_eq!(first.status(), 303);
     let cookie = first.headers()["set-cookie"].to_str().unwrap().to_owned();
+    let port = daemon.base().rsplit(':').next().unwrap();
+    let name = format!("reef_session_{port}=");
     for part in [
-        "reef_session=",
+        &name[..],
         "HttpOnly",
         "SameSite=Strict",
         "Max-Age=",
@@ -264,8 +280,25 @@ async fn reef_dashboard_prints_a_link_that_signs_in_once() {
     );
     assert!(overview.text().await.unwrap().contains("No agents yet"));
     // Used up.
-    let again = http.get(url).send().await.unwrap();
+    let again = use_link().await.unwrap();
     assert_eq!(again.status(), 401);
+    // Without the page's Origin the link is not taken.
+    let link = reef(&home)
+        .args(["dashboard", "--no-open"])
+        .output()
+        .unwrap();
+    let link = String::from_utf8_lossy(&link.stdout).into_owned();
+    let url = link
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap();
+    let foreign = http
+        .post(url)
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
     // The bearer-token API is unchanged.
     assert_eq!(daemon.get("/v1/agents").await, json!([]));
 }
