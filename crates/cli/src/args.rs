@@ -222,6 +222,29 @@ pub enum BenchCommand {
     /// set, embedding throughput per thread, and ingest rate and p50/p99 query latency per mode
     /// over N chunks.
     Memory(BenchMemoryArgs),
+    /// The dashboard: the overview's weight with its assets, the time from a change in the
+    /// daemon to its fragment on a live stream (p50/p99), the agent page of a long transcript,
+    /// and the memory of a daemon with dashboards open; in this process, on a scratch home.
+    Dashboard(BenchDashboardArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchDashboardArgs {
+    /// Changes timed from the daemon to the page's stream.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub events: u32,
+    /// Messages in the long transcript.
+    #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(2..))]
+    pub messages: u32,
+    /// Times each page is loaded.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub loads: u32,
+    /// Dashboards opened for the memory measurement.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub dashboards: u32,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

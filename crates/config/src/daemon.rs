@@ -1,6 +1,7 @@
 //! `[daemon]` and `[approvals]`: where `reef serve` listens, how many turns run at once, how
 //! much event history is kept, how long operator questions wait, what happens to a message
-//! that arrives mid-turn, and which shell commands need the operator's approval.
+//! that arrives mid-turn, which shell commands need the operator's approval, and whether
+//! `/metrics` is open without the token (`[metrics]`).
 
 use crate::error::ConfigError;
 use reef_core::QueueMode;
@@ -17,6 +18,20 @@ pub(crate) struct DaemonToml {
     pub request_timeout_secs: Option<u64>,
     /// A `reef_core::QueueMode` name, parsed in `resolve`.
     pub queue_mode: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MetricsToml {
+    pub public: Option<bool>,
+}
+
+/// `[metrics]`: the Prometheus endpoint.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetricsConfig {
+    /// `GET /metrics` answers without the bearer token (for a scraper that cannot hold
+    /// one); off by default.
+    pub public: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]

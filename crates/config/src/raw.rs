@@ -19,6 +19,7 @@ pub(crate) struct ConfigToml {
     #[serde(default)]
     pub prices: BTreeMap<String, PriceToml>,
     pub approvals: Option<crate::daemon::ApprovalsToml>,
+    pub metrics: Option<crate::daemon::MetricsToml>,
     pub models: Option<ModelsToml>,
     pub memory: Option<crate::memory::MemoryToml>,
     #[serde(default)]

@@ -94,6 +94,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     pub daemon: crate::daemon::DaemonConfig,
     pub approvals: crate::daemon::ApprovalsConfig,
+    /// `[metrics]`.
+    pub metrics: crate::daemon::MetricsConfig,
     pub models: ModelsConfig,
     pub memory: crate::memory::MemoryConfig,
     /// No provider was configured: `local` (the embedded default model) was added.
@@ -221,6 +223,9 @@ impl Config {
         let sandbox = sandbox::resolve(parsed.sandbox.unwrap_or_default(), &opts.env, &origin_of)?;
         let daemon = crate::daemon::resolve(parsed.daemon.unwrap_or_default(), &origin_of)?;
         let approvals = crate::daemon::resolve_approvals(parsed.approvals.unwrap_or_default());
+        let metrics = crate::daemon::MetricsConfig {
+            public: parsed.metrics.and_then(|m| m.public).unwrap_or(false),
+        };
         let secrets = secrets::resolve(parsed.secrets, &opts.home, &origin_of)?;
         let channels =
             crate::channels::resolve(parsed.channels, parsed.operators, &secrets, &origin_of)?;
@@ -299,6 +304,7 @@ impl Config {
             sandbox,
             daemon,
             approvals,
+            metrics,
             models,
             memory,
             implicit_local,

@@ -173,8 +173,10 @@ pub(crate) async fn pending(
         Err(err) => match rt.get_pending(&id).await {
             // Someone else was first: say who, rather than fail.
             Ok(item) if item.status != PendingStatus::Pending => {
+                // Answers from the API and the dashboard record no name: an operator's.
                 let by = answered_by(&d, &item).await;
-                notice(StatusCode::OK, &resolution(&item, by.as_deref()))
+                let by = by.as_deref().unwrap_or("another operator");
+                notice(StatusCode::OK, &resolution(&item, Some(by)))
             }
             _ => notice(failure(&err).status(), &err.to_string()),
         },

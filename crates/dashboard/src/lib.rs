@@ -1,12 +1,16 @@
 //! reef-dashboard: the operator's control room in a browser tab, served by the daemon at `/`.
-//! Pages are rendered on the server (askama templates, escaped by default) and kept live by
+//! Pages (overview, agent, spawn, costs, events) are rendered on the server (askama templates, escaped by default) and kept live by
 //! fragments sent over SSE (htmx and its SSE extension, vendored); the operator signs in
 //! with the API token or a one-time link and holds a cookie session with a CSRF token.
 
 mod actions;
 mod assets;
 mod auth;
+mod chart;
+mod costs;
+mod events;
 mod guard;
+mod inspect;
 mod live;
 mod login;
 mod pages;
@@ -42,10 +46,17 @@ pub fn router(runtime: Runtime, logins: Arc<Logins>, own: Own) -> Router {
         .route("/", get(pages::overview))
         .route("/live", get(live::overview))
         .route("/spawn", get(pages::spawn).post(actions::spawn))
+        .route("/costs", get(costs::costs))
+        .route("/costs/live", get(live::costs))
+        .route("/events", get(events::events))
+        .route("/events/live", get(live::events))
         .route("/agents/{name}", get(pages::agent))
         .route("/agents/{name}/live", get(live::agent))
         .route("/agents/{name}/transcript", get(pages::transcript_page))
         .route("/agents/{name}/do/{action}", post(actions::agent))
+        .route("/agents/{name}/memory", get(inspect::memory))
+        .route("/agents/{name}/memory/{id}/forget", post(inspect::forget))
+        .route("/agents/{name}/files", get(inspect::files))
         .route("/pending/{id}/{action}", post(actions::pending))
         .route("/logout", post(login::sign_out))
         .layer(from_fn_with_state(dash.clone(), guard::signed_in));

@@ -7,6 +7,8 @@
 
 use crate::Dash;
 use crate::auth::Session;
+use crate::costs::Range;
+use crate::events::Search;
 use crate::pages::{agent_head, agents_table, pending_list, status_line};
 use crate::view::{Entry, Time, answer_entry, call_entry, escape, fragment, result_entry};
 use axum::Extension;
@@ -17,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use reef_core::AgentId;
 use reef_runtime::{Activity, ActivityChange, RuntimeError};
-use reef_store::StoredEvent;
+use reef_store::{EventFilter, StoredEvent};
 use serde::Deserialize;
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -34,11 +36,12 @@ struct Dirty {
     pending: bool,
     status: bool,
     head: bool,
+    costs: bool,
 }
 
 impl Dirty {
     fn any(&self) -> bool {
-        self.agents || self.pending || self.status || self.head
+        self.agents || self.pending || self.status || self.head || self.costs
     }
 
     fn note(&mut self, kind: &str) {
@@ -58,14 +61,25 @@ impl Dirty {
         if under("agent.") || under("channel.") || under("message.") || under("turn.") {
             self.status = true;
         }
+        if kind == "model.usage" {
+            self.costs = true;
+        }
     }
+}
+
+/// Which page a stream keeps live.
+enum View {
+    Overview,
+    Agent(AgentId),
+    Costs(Range),
+    /// The events matching a search, and agents' names for their rows.
+    Events(EventFilter, HashMap<AgentId, String>),
 }
 
 /// One live stream's state.
 struct Feed {
     d: Dash,
-    /// The agent page's agent; `None` for the overview.
-    agent: Option<AgentId>,
+    view: View,
     events: Receiver<StoredEvent>,
     activity: Receiver<Activity>,
     stopping: tokio::sync::watch::Receiver<bool>,
@@ -94,9 +108,60 @@ pub(crate) async fn overview(
         agents: true,
         pending: true,
         status: true,
-        head: false,
+        ..Dirty::default()
     };
-    stream(feed(d, session, None, after, dirty))
+    stream(feed(d, session, View::Overview, after, dirty))
+}
+
+/// `GET /costs/live?days=N`: the costs view again after each model request.
+pub(crate) async fn costs(
+    State(d): State<Dash>,
+    Extension(session): Extension<Session>,
+    Query(range): Query<Range>,
+) -> Response {
+    let after = match d.runtime.store().last_event_seq().await {
+        Ok(seq) => seq,
+        Err(err) => return crate::pages::failure(&err.into()),
+    };
+    let dirty = Dirty {
+        costs: true,
+        ..Dirty::default()
+    };
+    stream(feed(d, session, View::Costs(range), after, dirty))
+}
+
+/// `GET /events/live?after=SEQ&kind=…`: events matching a search as they happen.
+pub(crate) async fn events(
+    State(d): State<Dash>,
+    Extension(session): Extension<Session>,
+    Query(q): Query<After>,
+    Query(search): Query<Search>,
+    headers: HeaderMap,
+) -> Response {
+    let filter = match search.filter(&d).await {
+        Ok(filter) => filter,
+        Err(error) => return crate::events::refused(error),
+    };
+    let after = match start(&d, &headers, q.after).await {
+        Ok(after) => after,
+        Err(err) => return crate::pages::failure(&err),
+    };
+    let names = crate::events::names(&d).await;
+    let view = View::Events(filter, names);
+    stream(feed(d, session, view, after, Dirty::default()))
+}
+
+/// Where a stream starts: the `Last-Event-ID` a reconnecting browser sends, the page's
+/// `after`, or now.
+async fn start(d: &Dash, headers: &HeaderMap, after: Option<u64>) -> Result<u64, RuntimeError> {
+    let resume = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match resume.or(after) {
+        Some(after) => Ok(after),
+        None => Ok(d.runtime.store().last_event_seq().await?),
+    }
 }
 
 #[derive(Deserialize)]
@@ -116,33 +181,26 @@ pub(crate) async fn agent(
         Ok(agent) => agent,
         Err(err) => return crate::pages::failure(&err),
     };
-    let resume = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    let after = match resume.or(q.after) {
-        Some(after) => after,
-        None => match d.runtime.store().last_event_seq().await {
-            Ok(seq) => seq,
-            Err(err) => return crate::pages::failure(&err.into()),
-        },
+    let after = match start(&d, &headers, q.after).await {
+        Ok(after) => after,
+        Err(err) => return crate::pages::failure(&err),
     };
     let dirty = Dirty {
         head: true,
         pending: true,
         ..Dirty::default()
     };
-    stream(feed(d, session, Some(agent.id), after, dirty))
+    stream(feed(d, session, View::Agent(agent.id), after, dirty))
 }
 
-fn feed(d: Dash, session: Session, agent: Option<AgentId>, after: u64, dirty: Dirty) -> Feed {
+fn feed(d: Dash, session: Session, view: View, after: u64, dirty: Dirty) -> Feed {
     // Subscribe before reading the history, so nothing falls between the two.
     Feed {
         events: d.runtime.bus().subscribe(),
         activity: d.runtime.watch_activity(),
         stopping: d.runtime.stopping(),
         d,
-        agent,
+        view,
         after,
         out: VecDeque::new(),
         dirty,
@@ -186,7 +244,7 @@ impl Feed {
             .d
             .runtime
             .store()
-            .events_after(self.after, self.agent.as_ref(), HISTORY_PAGE)
+            .events_after(self.after, self.agent(), HISTORY_PAGE)
             .await
         {
             Ok(page) if !page.is_empty() => {
@@ -233,8 +291,16 @@ impl Feed {
         true
     }
 
+    /// The agent page's agent.
+    fn agent(&self) -> Option<&AgentId> {
+        match &self.view {
+            View::Agent(id) => Some(id),
+            View::Overview | View::Costs(_) | View::Events(..) => None,
+        }
+    }
+
     fn mine(&self, agent: Option<&AgentId>) -> bool {
-        self.agent.is_none() || self.agent.as_ref() == agent
+        self.agent().is_none_or(|mine| Some(mine) == agent)
     }
 
     /// An event from the history.
@@ -244,7 +310,22 @@ impl Feed {
             return;
         }
         self.dirty.note(&event.kind);
-        if self.agent.is_none() {
+        if let View::Events(filter, names) = &mut self.view {
+            if let (Some(id), "agent.spawned", Some(name)) = (
+                &event.agent_id,
+                event.kind.as_str(),
+                event.data["name"].as_str(),
+            ) {
+                names.insert(id.clone(), name.to_owned());
+            }
+            if crate::events::matches(filter, event) {
+                let html = crate::events::rows_html(std::slice::from_ref(event), names);
+                self.out
+                    .push_back(html_event("event", &html).id(event.seq.to_string()));
+            }
+            return;
+        }
+        if self.agent().is_none() {
             return;
         }
         if event.kind == "agent.message" {
@@ -271,10 +352,10 @@ impl Feed {
                 self.dirty.agents = true;
                 self.dirty.head = true;
             }
-            ActivityChange::Text(text) if self.agent.is_some() => {
+            ActivityChange::Text(text) if self.agent().is_some() => {
                 self.out.push_back(html_event("delta", &escape(&text)));
             }
-            ActivityChange::TextDiscarded if self.agent.is_some() => {
+            ActivityChange::TextDiscarded if self.agent().is_some() => {
                 self.out.push_back(reset());
             }
             ActivityChange::Text(_) | ActivityChange::TextDiscarded => {}
@@ -285,8 +366,8 @@ impl Feed {
     async fn render(&mut self) -> Result<(), RuntimeError> {
         let dirty = std::mem::take(&mut self.dirty);
         let d = self.d.clone();
-        match self.agent.clone() {
-            None => {
+        match &self.view {
+            View::Overview => {
                 if dirty.agents {
                     self.send("agents", agents_table(&d).await?);
                 }
@@ -297,7 +378,15 @@ impl Feed {
                     self.send("status", status_line(&d).await?);
                 }
             }
-            Some(id) => {
+            View::Costs(range) => {
+                if dirty.costs {
+                    let range = *range;
+                    self.send("costs", crate::costs::body(&d, range).await?);
+                }
+            }
+            View::Events(..) => {}
+            View::Agent(id) => {
+                let id = id.clone();
                 if dirty.head {
                     let html = match d.runtime.store().get_agent(&id).await? {
                         Some(agent) => agent_head(&d, &agent).await?,
@@ -309,6 +398,11 @@ impl Feed {
                 }
                 if dirty.pending {
                     self.send("pending", pending_list(&d, Some(&id)).await?);
+                }
+                if dirty.costs
+                    && let Some(agent) = d.runtime.store().get_agent(&id).await?
+                {
+                    self.send("spend", crate::inspect::spend(&d, &agent).await?);
                 }
             }
         }

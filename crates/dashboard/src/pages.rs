@@ -159,6 +159,11 @@ pub(crate) async fn agent(
             models: d.runtime.config().providers.keys().cloned().collect(),
             after,
             key: format!("dashboard:{}", crate::auth::random_hex()),
+            spend: crate::inspect::spend(&d, &agent).await?,
+            memories: crate::inspect::memories(&d, &agent.name, "").await?,
+            notes: crate::inspect::notes(&agent).await,
+            files: crate::inspect::browse(&agent, "").await,
+            file_cap: crate::inspect::size(crate::inspect::FILE_SHOWN_BYTES),
             name: agent.name,
         })
     };

@@ -80,6 +80,8 @@ pub(crate) struct OverviewPage {
     pub status: String,
 }
 
+use crate::inspect::Notes;
+
 #[derive(Template)]
 #[template(path = "agent.html")]
 pub(crate) struct AgentPage {
@@ -95,6 +97,11 @@ pub(crate) struct AgentPage {
     pub after: u64,
     /// The idempotency key of the send form (a double submit delivers once).
     pub key: String,
+    pub spend: String,
+    pub memories: String,
+    pub notes: crate::inspect::Notes,
+    pub files: String,
+    pub file_cap: String,
 }
 
 #[derive(Template)]
@@ -435,6 +442,20 @@ pub(crate) fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` for a URL query value.
+pub(crate) fn encode(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b':' => {
+                out.push(char::from(b));
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
         }
     }
     out

@@ -66,6 +66,8 @@ pub(crate) struct Inner {
     pub mcp: Option<Arc<reef_mcp::McpHub>>,
     /// What each agent is doing now, and the text streaming in.
     pub activity: crate::activity::Board,
+    /// Counters for `/metrics`.
+    pub meter: crate::metrics::Meter,
 }
 
 /// What a start found and repaired.
@@ -114,6 +116,7 @@ impl Runtime {
                 )),
                 mcp,
                 activity: crate::activity::Board::default(),
+                meter: crate::metrics::Meter::default(),
                 config: opts.config,
                 templates: opts.templates,
                 store,
@@ -208,6 +211,11 @@ impl Runtime {
 
     pub fn bus(&self) -> &Bus {
         &self.inner.bus
+    }
+
+    /// Long-term memory, as agents use it (same embedder and ranking).
+    pub fn memory(&self) -> &reef_store::Memory {
+        &self.inner.memory
     }
 
     pub fn config(&self) -> &Config {

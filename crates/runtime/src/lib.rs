@@ -18,6 +18,7 @@ mod jobs;
 mod kernel;
 mod mcp;
 mod messaging;
+mod metrics;
 pub mod operator;
 mod questions;
 mod reconcile;
@@ -36,6 +37,7 @@ pub use debug::{Breakpoint, DebugCommand, DebugStatus, MAX_DEBUG_WAIT, PausedVie
 pub use error::RuntimeError;
 pub use kernel::{Recovery, Runtime, RuntimeOptions};
 pub use messaging::{MAX_MESSAGE_BYTES, Sender, Sent};
+pub use metrics::{Counts, ModelCounts, TOOL_SECONDS_BUCKETS, ToolCounts};
 pub use questions::MAX_TTL_SECS;
 /// How `RuntimeOptions::helper` names the sandbox helper process.
 pub use reef_agent::HelperCommand;

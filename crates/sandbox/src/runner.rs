@@ -13,6 +13,7 @@ use rustix::process::{Pid, Signal};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
@@ -33,6 +34,8 @@ pub struct Sandbox {
     /// The session's allow-list proxy, started at the first `allowlist` run; stopped when the
     /// last clone is dropped.
     proxy: Arc<Mutex<Option<NetProxy>>>,
+    /// Processes started, when someone counts them.
+    spawns: Option<Arc<AtomicU64>>,
 }
 
 impl Sandbox {
@@ -41,7 +44,21 @@ impl Sandbox {
             policy: Arc::new(policy),
             cgroup: Arc::new(OnceLock::new()),
             proxy: Arc::default(),
+            spawns: None,
         }
+    }
+
+    pub(crate) fn count_spawn(&self) {
+        if let Some(spawns) = &self.spawns {
+            spawns.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts every process this sandbox starts in `spawns` (shared with whoever reads it).
+    #[must_use]
+    pub fn counting(mut self, spawns: Arc<AtomicU64>) -> Self {
+        self.spawns = Some(spawns);
+        self
     }
 
     /// Network requests made through this session's allow-list proxy so far (the last 1,024),
@@ -92,6 +109,7 @@ impl Sandbox {
                 program: req.program.clone(),
                 source,
             })?;
+        self.count_spawn();
         let mut guard = GroupGuard::new(child.id());
         let pgid = guard.pgid();
 

@@ -72,6 +72,7 @@ impl Sandbox {
             program: req.program.clone(),
             source,
         })?;
+        self.count_spawn();
         let guard = GroupGuard::new(child.id());
         let stderr = Arc::new(Mutex::new(Vec::new()));
         if let Some(mut pipe) = child.stderr.take() {

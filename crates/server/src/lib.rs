@@ -1,6 +1,7 @@
 //! reef-server: the daemon's HTTP API on axum — REST for agents, messages, rooms, questions
 //! and approvals, sessions and events, routines and jobs, the channels' states, an OpenAI-compatible chat
-//! endpoint, inbound webhooks, an SSE event stream, bearer-token auth on every route,
+//! endpoint, inbound webhooks, an SSE event stream, Prometheus `/metrics`, bearer-token auth
+//! on every route,
 //! and an OpenAPI document generated from the same route table as the router.
 
 mod auth;
@@ -12,6 +13,7 @@ mod extract;
 mod handlers;
 mod hooks;
 mod mcp;
+mod metrics;
 mod openai;
 mod openapi;
 mod routes;
@@ -49,8 +51,15 @@ pub fn router(runtime: Runtime, token: &str, addr: std::net::SocketAddr) -> Rout
         router = router.route(route.path, route.handler);
     }
     let token = auth::Token(Arc::from(token));
+    let metrics = Router::new().route("/metrics", axum::routing::get(metrics::metrics));
+    let (behind_token, public) = if runtime.config().metrics.public {
+        (Router::new(), metrics)
+    } else {
+        (metrics, Router::new())
+    };
     router
         .merge(mcp::router(runtime.clone(), &own))
+        .merge(behind_token)
         .route(
             "/v1/openapi.json",
             axum::routing::get(|| async { axum::Json(openapi::document()) }),
@@ -60,6 +69,7 @@ pub fn router(runtime: Runtime, token: &str, addr: std::net::SocketAddr) -> Rout
             auth::require_token,
         ))
         .merge(hooks_router(&runtime))
+        .merge(public)
         .with_state(AppState {
             runtime,
             hook_refusals: Arc::default(),

@@ -19,6 +19,44 @@ pub struct StoredEvent {
     pub created_at: String,
 }
 
+/// Which events a search returns; every field given narrows it.
+#[derive(Clone, Debug, Default)]
+pub struct EventFilter {
+    /// A kind (`tool.call`), or a prefix ending in `.` (`tool.`).
+    pub kind: Option<String>,
+    pub agent: Option<AgentId>,
+    /// RFC3339 bounds on the time: at or after `from`, before `until`.
+    pub from: Option<String>,
+    pub until: Option<String>,
+    /// Only events older than this seq (paging back).
+    pub before: Option<u64>,
+}
+
+/// `text` matched literally by `LIKE … ESCAPE '\\'`.
+fn like_escaped(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}
+
+type EventRow = (i64, String, Option<String>, String, String);
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
+fn stored((seq, kind, agent_id, data, created_at): EventRow) -> Result<StoredEvent, StoreError> {
+    let data = serde_json::from_str(&data)
+        .map_err(|e| StoreError::Corrupt(format!("event {seq} has invalid JSON data: {e}")))?;
+    Ok(StoredEvent {
+        seq: from_sql_int(seq, "event seq")?,
+        kind,
+        agent_id: agent_id.map(AgentId::from_string),
+        data,
+        created_at,
+    })
+}
+
 /// Appends one event inside the caller's transaction; returns its `seq`.
 pub(crate) fn insert_event(
     conn: &Connection,
@@ -84,31 +122,9 @@ impl Store {
                     agent.as_ref().map(AgentId::as_str),
                     limit
                 ],
-                |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, Option<String>>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                    ))
-                },
+                row,
             )?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (seq, kind, agent_id, data, created_at) = row?;
-                let data = serde_json::from_str(&data).map_err(|e| {
-                    StoreError::Corrupt(format!("event {seq} has invalid JSON data: {e}"))
-                })?;
-                out.push(StoredEvent {
-                    seq: from_sql_int(seq, "event seq")?,
-                    kind,
-                    agent_id: agent_id.map(AgentId::from_string),
-                    data,
-                    created_at,
-                });
-            }
-            Ok(out)
+            rows.map(|r| stored(r?)).collect()
         })
         .await
     }
@@ -144,6 +160,45 @@ impl Store {
             }
             None => Ok(Vec::new()),
         }
+    }
+
+    /// Up to `limit` events matching `filter`, newest first: a search of the history.
+    pub async fn search_events(
+        &self,
+        filter: EventFilter,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.run(move |db| {
+            // A kind ending in `.` is a prefix (`tool.`); otherwise the kind itself.
+            let (kind, prefix) = match filter.kind.as_deref() {
+                Some(k) if k.ends_with('.') => (None, Some(format!("{}%", like_escaped(k)))),
+                Some(k) => (Some(k.to_owned()), None),
+                None => (None, None),
+            };
+            let mut stmt = db.conn.prepare_cached(
+                "SELECT seq, kind, agent_id, data, created_at FROM events
+                 WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR kind LIKE ?2 ESCAPE '\\')
+                   AND (?3 IS NULL OR agent_id = ?3)
+                   AND (?4 IS NULL OR created_at >= ?4) AND (?5 IS NULL OR created_at < ?5)
+                   AND (?6 IS NULL OR seq < ?6)
+                 ORDER BY seq DESC LIMIT ?7",
+            )?;
+            let rows = stmt.query_map(
+                params![
+                    kind,
+                    prefix,
+                    filter.agent.as_ref().map(AgentId::as_str),
+                    filter.from,
+                    filter.until,
+                    filter.before.map(to_sql_int),
+                    limit
+                ],
+                row,
+            )?;
+            rows.map(|r| stored(r?)).collect()
+        })
+        .await
     }
 
     /// The position of the newest event (0 when the history is empty).

@@ -382,6 +382,27 @@ impl Store {
         .await
     }
 
+    /// Messages waiting in each agent's inbox (agents with none are left out).
+    pub async fn inbox_depths(&self) -> Result<Vec<(AgentId, u64)>, StoreError> {
+        self.run(|db| {
+            let mut stmt = db.conn.prepare_cached(
+                "SELECT agent_id, COUNT(*) FROM inbox WHERE status = 'pending'
+                 GROUP BY agent_id ORDER BY agent_id",
+            )?;
+            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (agent, depth) = row?;
+                out.push((
+                    AgentId::from_string(agent),
+                    u64::try_from(depth).unwrap_or(0),
+                ));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
     /// Messages of `agent` in `status`, oldest first.
     pub async fn inbox(
         &self,

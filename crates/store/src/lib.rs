@@ -37,7 +37,7 @@ pub use chunk::chunks;
 pub use clock::{start_of_today, timestamp_ago, unix_now};
 pub use compactions::{CompactionRecord, NewCompaction};
 pub use error::StoreError;
-pub use events::StoredEvent;
+pub use events::{EventFilter, StoredEvent};
 pub use fires::{ClaimGuard, Claimed, FireClaim, FireEffect, FireRecord};
 pub use inbox::{Delivery, InboxMessage, InboxStatus, Letter};
 pub use jobs::{JOB_STATES, JobEnd, JobKind, JobRecord, JobState, REPORT_ROOM};
@@ -49,7 +49,8 @@ pub use recall::{
     EmbedFailure, Fusion, Memory, Saved, SearchMode, SearchOutcome, SearchRequest, fuse,
 };
 pub use records::{
-    CostRow, NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage, UsageRecord,
+    CostRow, DailyCost, NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage,
+    UsageRecord,
 };
 pub use rooms::RoomRecord;
 pub use routines::{NewRoutine, PutOutcome, RoutineRecord, RoutineSource};

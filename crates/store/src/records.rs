@@ -75,6 +75,14 @@ pub struct UsageRecord {
     pub created_at: String,
 }
 
+/// One day's group of requests in a daily cost report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DailyCost {
+    /// The UTC day, `YYYY-MM-DD`.
+    pub day: String,
+    pub row: CostRow,
+}
+
 /// Tokens and cost of one group of requests in a cost report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CostRow {

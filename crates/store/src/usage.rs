@@ -1,7 +1,7 @@
 //! Per-model-request token usage: recording, listing and totalling per session.
 
 use crate::error::StoreError;
-use crate::records::{CostRow, NewUsage, UsageRecord};
+use crate::records::{CostRow, DailyCost, NewUsage, UsageRecord};
 use crate::store::{Store, ensure_session, from_sql_int, to_sql_int};
 use reef_core::{SessionId, Usage};
 use rusqlite::params;
@@ -120,19 +120,40 @@ impl Store {
         agent: Option<&str>,
         since: Option<&str>,
     ) -> Result<Vec<CostRow>, StoreError> {
+        let rows = self.cost_rows(agent, since, false).await?;
+        Ok(rows.into_iter().map(|day| day.row).collect())
+    }
+
+    /// The cost report split by UTC day (`YYYY-MM-DD`), oldest day first: what charts draw.
+    pub async fn daily_cost(
+        &self,
+        agent: Option<&str>,
+        since: Option<&str>,
+    ) -> Result<Vec<DailyCost>, StoreError> {
+        self.cost_rows(agent, since, true).await
+    }
+
+    async fn cost_rows(
+        &self,
+        agent: Option<&str>,
+        since: Option<&str>,
+        by_day: bool,
+    ) -> Result<Vec<DailyCost>, StoreError> {
         let (agent, since) = (agent.map(str::to_owned), since.map(str::to_owned));
         self.run(move |db| {
+            // The day is a constant when not split, so one statement serves both.
             let mut stmt = db.conn.prepare_cached(
                 "SELECT a.name, u.provider, u.model, COUNT(*),
                         SUM(u.input_tokens), SUM(u.output_tokens), SUM(u.cached_input_tokens),
                         COALESCE(SUM(u.cost_micros), 0),
-                        SUM(CASE WHEN u.cost_micros IS NULL THEN 1 ELSE 0 END)
+                        SUM(CASE WHEN u.cost_micros IS NULL THEN 1 ELSE 0 END),
+                        CASE WHEN ?3 THEN substr(u.created_at, 1, 10) ELSE '' END AS day
                  FROM model_usage u LEFT JOIN agents a ON a.session_id = u.session_id
                  WHERE (?1 IS NULL OR a.name = ?1) AND (?2 IS NULL OR u.created_at >= ?2)
-                 GROUP BY a.name, u.provider, u.model
-                 ORDER BY a.name, u.provider, u.model",
+                 GROUP BY day, a.name, u.provider, u.model
+                 ORDER BY day, a.name, u.provider, u.model",
             )?;
-            let rows = stmt.query_map(params![agent, since], |r| {
+            let rows = stmt.query_map(params![agent, since, by_day], |r| {
                 Ok((
                     r.get::<_, Option<String>>(0)?,
                     r.get::<_, String>(1)?,
@@ -147,19 +168,23 @@ impl Store {
                         r.get::<_, i64>(5)?,
                         r.get::<_, i64>(6)?,
                     ],
+                    r.get::<_, String>(9)?,
                 ))
             })?;
             let mut out = Vec::new();
             for row in rows {
-                let (agent, provider, model, [requests, cost, unpriced], tokens) = row?;
-                out.push(CostRow {
-                    usage: usage_from(tokens, "cost report")?,
-                    requests: from_sql_int(requests, "request count")?,
-                    cost_micros: from_sql_int(cost, "cost")?,
-                    unpriced_requests: from_sql_int(unpriced, "unpriced count")?,
-                    agent,
-                    provider,
-                    model,
+                let (agent, provider, model, [requests, cost, unpriced], tokens, day) = row?;
+                out.push(DailyCost {
+                    day,
+                    row: CostRow {
+                        usage: usage_from(tokens, "cost report")?,
+                        requests: from_sql_int(requests, "request count")?,
+                        cost_micros: from_sql_int(cost, "cost")?,
+                        unpriced_requests: from_sql_int(unpriced, "unpriced count")?,
+                        agent,
+                        provider,
+                        model,
+                    },
                 });
             }
             Ok(out)

@@ -5,6 +5,7 @@ mod agent_suite;
 mod agents;
 mod bench;
 mod bench_agent;
+mod bench_dashboard;
 mod bench_memory;
 mod channels;
 mod chat;
@@ -77,6 +78,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Bench {
             command: BenchCommand::Agent(args),
         } => bench_agent::agent(&cli.overrides, args).await,
+        Command::Bench {
+            command: BenchCommand::Dashboard(args),
+        } => bench_dashboard::dashboard(&cli.overrides, args).await,
     }
 }
 

@@ -2,7 +2,10 @@
 //! mock model and the default sandbox: sign-in (a wrong token first), spawn from the form,
 //! the conversation arriving live (a tool call, its result, the answer), a question answered
 //! with an option button, pause and resume, destroy behind its confirmation, markup from the
-//! agent shown as text, and requests from another origin or without the CSRF token refused.
+//! agent shown as text, and requests from another origin or without the CSRF token refused;
+//! then a command approved and its output in the conversation, the agent's memory, notes and
+//! workspace, the cost page against `reef cost --json`, the events search and its live tail,
+//! and an answer that lost its race.
 //! Screenshots of each view at 1280×800 and 420×800 go to `target/tmp/dashboard-screenshots`.
 
 use crate::browser::Browser;
@@ -301,4 +304,236 @@ async fn reef_dashboard_prints_a_link_that_signs_in_once() {
     assert_eq!(foreign.status(), 403);
     // The bearer-token API is unchanged.
     assert_eq!(daemon.get("/v1/agents").await, json!([]));
+}
+
+/// What agent `bob` does in the tour of the other views.
+fn tour_model(req: &RecordedRequest) -> MockReply {
+    let input = req.last_user_text().unwrap_or_default();
+    if req.ends_with_tool_result() {
+        return MockReply::text("done");
+    }
+    if input.contains("clean the build") {
+        return MockReply::tool_call("shell", json!({"command": SWEEP}));
+    }
+    if input.contains("remember") {
+        return MockReply::tool_call(
+            "memory_save",
+            json!({"text": "Deploys happen on <b>Fridays</b>", "tags": ["deploy"]}),
+        );
+    }
+    if input.contains("write notes") {
+        return MockReply::tool_call("shell", json!({"command": NOTES}));
+    }
+    if input.contains("colour") {
+        return MockReply::tool_call(
+            "ask_operator",
+            json!({"question": "Which colour?", "options": ["red", "blue"]}),
+        );
+    }
+    MockReply::text("done")
+}
+
+/// A command that needs the operator's approval; its output (`swept-42`) is not in its text.
+const SWEEP: &str = "mkdir -p build && rm -rf build && echo swept-$((6*7))";
+/// The workspace the file browser is shown: notes, a folder, a link out, a large file.
+const NOTES: &str = "printf '# Notes\\nbuy milk\\n' > MEMORY.md && mkdir -p docs \
+     && printf 'hello docs' > docs/readme.txt && ln -s /etc/passwd passwd-link \
+     && head -c 300000 /dev/zero > big.bin";
+
+async fn sign_in(browser: &Browser, daemon: &Daemon) {
+    browser.goto(&format!("{}/login", daemon.base())).await;
+    browser.fill("#token", daemon.token()).await;
+    browser.click("form button[type=submit]").await;
+    browser.find("#agents").await;
+}
+
+#[tokio::test]
+async fn approvals_costs_events_memory_and_the_workspace_in_the_dashboard() {
+    let mock = MockLlm::start_responder(Arc::new(tour_model)).await;
+    let home = daemon_home(&mock);
+    let config = std::fs::read_to_string(home.config_path()).unwrap();
+    home.write_config(&format!(
+        "{config}\n[prices.mock-model]\ninput = 3.0\noutput = 15.0\n"
+    ));
+    let daemon = Daemon::start(&home).await;
+    let base = daemon.base().to_owned();
+    let browser = Browser::start(1280, 800).await;
+    sign_in(&browser, &daemon).await;
+
+    // An approval shows the exact command; approving runs it and its output reaches the
+    // conversation.
+    daemon
+        .post(
+            "/v1/agents",
+            json!({"name": "bob", "template": "worker", "task": "clean the build"}),
+        )
+        .await;
+    let command = browser.wait_text("#pending .command", "rm -rf build").await;
+    assert_eq!(command, SWEEP);
+    shots(&browser, "overview-approval").await;
+    browser.click("#pending button.approve").await;
+    browser.wait_text("#pending", "Nothing waits").await;
+    browser.click("#agents a[href='/agents/bob']").await;
+    browser.wait_text("#transcript", "swept-42").await;
+
+    // Memory: listed as text, searched, forgotten.
+    daemon
+        .post(
+            "/v1/agents/bob/messages",
+            json!({"text": "remember the deploy day"}),
+        )
+        .await;
+    daemon
+        .post("/v1/agents/bob/messages", json!({"text": "write notes"}))
+        .await;
+    daemon
+        .wait("bob's notes", "/v1/events?agent=bob&kind=turn.ended", |e| {
+            e.as_array().is_some_and(|a| a.len() >= 3)
+        })
+        .await;
+    browser.goto(&format!("{base}/agents/bob")).await;
+    let memories = browser
+        .wait_text("#memories", "Deploys happen on <b>Fridays</b>")
+        .await;
+    assert!(memories.contains("agent:bob"), "{memories}");
+    browser.fill("#memory-query", "nothing-like-this").await;
+    browser.click("form[role=search] button").await;
+    browser.wait_text("#memories", "Nothing found").await;
+    browser.fill("#memory-query", "deploys").await;
+    browser.click("form[role=search] button").await;
+    browser.wait_text("#memories", "Fridays").await;
+    // MEMORY.md, and the workspace: a link is listed, never opened; a large file is not shown.
+    browser.click("details.notes summary").await;
+    browser.wait_text("#notes", "buy milk").await;
+    let files = browser.wait_text("#files", "passwd-link").await;
+    assert!(files.contains("link, not opened"), "{files}");
+    assert!(
+        !browser.source().await.contains("root:x:0"),
+        "a link was followed"
+    );
+    browser.click("#files a[hx-get$='path=big.bin']").await;
+    browser.wait_text("#files", "larger than").await;
+    browser.click("#files nav a").await;
+    browser.click("#files a[hx-get$='path=docs']").await;
+    browser
+        .click("#files a[hx-get$='path=docs%2Freadme.txt']")
+        .await;
+    browser.wait_text("#files", "hello docs").await;
+    browser.wait_text("#spend", "$").await;
+    shots(&browser, "agent-inspect").await;
+    browser.click("#memories button.deny").await;
+    browser.client.accept_alert().await.unwrap();
+    browser.wait_text("#memories", "No memories yet").await;
+    let left = reef(&home)
+        .args(["memory", "list", "--agent", "bob", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "[]");
+
+    // Costs: the same numbers as `reef cost --json`.
+    browser.click("nav a[href='/costs']").await;
+    let shown = browser.find("#cost-total").await;
+    let micros = shown.attr("data-micros").await.unwrap().unwrap();
+    let cli = reef(&home).args(["cost", "--json"]).output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&cli.stdout).unwrap();
+    assert_eq!(micros, report["total_cost_micros"].to_string());
+    assert_ne!(micros, "0", "priced requests cost something");
+    let total = shown.text().await.unwrap();
+    assert_eq!(
+        total,
+        format!("${:.4}", report["total_cost_usd"].as_f64().unwrap())
+    );
+    let rows = browser
+        .eval("return [...document.querySelectorAll('table.costs tbody tr')].map(r => [r.dataset.agent, r.dataset.provider, r.dataset.model, Number(r.dataset.micros)])")
+        .await;
+    let expected: Vec<serde_json::Value> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| json!([r["agent"], r["provider"], r["model"], r["cost_micros"]]))
+        .collect();
+    assert_eq!(rows, json!(expected));
+    let bars = browser
+        .eval("return document.querySelectorAll('svg.chart rect.bar').length")
+        .await;
+    assert!(bars.as_u64().unwrap() >= 6, "{bars}");
+    shots(&browser, "costs").await;
+
+    // Events: searched by kind and agent, then the live tail adds new ones on top.
+    browser.click("nav a[href='/events']").await;
+    browser.fill("#kind", "tool.call").await;
+    browser.fill("#agent", "bob").await;
+    browser.click("form.search button[type=submit]").await;
+    // The search is a new page: wait for it before reading its rows.
+    browser.wait_text("#kind-shown", "tool.call").await;
+    let kinds = browser
+        .eval("return [...document.querySelectorAll('#event-rows tr')].map(r => r.dataset.kind)")
+        .await;
+    assert_eq!(kinds, json!(["tool.call", "tool.call", "tool.call"]));
+    shots(&browser, "events").await;
+    daemon
+        .post(
+            "/v1/agents/bob/messages",
+            json!({"text": "clean the build"}),
+        )
+        .await;
+    browser
+        .wait_text("#event-rows tr:first-child", "mkdir -p build")
+        .await;
+    let count = browser
+        .eval("return document.querySelectorAll('#event-rows tr').length")
+        .await;
+    assert_eq!(count, json!(4), "{}", browser.source().await);
+    let bad = http_get(&daemon, &browser, "/events?from=yesterday").await;
+    assert!(bad.contains("from: `yesterday` is not a time"), "{bad}");
+
+    // A question answered elsewhere first: the page says who answered, not an error.
+    daemon
+        .post("/v1/agents/bob/messages", json!({"text": "pick a colour"}))
+        .await;
+    let question = |q: &serde_json::Value| {
+        q.as_array()
+            .and_then(|a| a.iter().find(|i| i["kind"] == "question").cloned())
+    };
+    let asked = daemon
+        .wait("the question", "/v1/questions", |q| question(q).is_some())
+        .await;
+    let id = question(&asked).unwrap()["id"].as_str().unwrap().to_owned();
+    daemon
+        .post(
+            &format!("/v1/questions/{id}/answer"),
+            json!({"text": "red"}),
+        )
+        .await;
+    browser.goto(&format!("{base}/")).await;
+    browser
+        .eval(&format!(
+            "document.body.insertAdjacentHTML('beforeend', '<div id=\"late\"></div>'); \
+             htmx.ajax('POST', '/pending/{id}/answer', {{source: '#late', target: '#late', values: {{answer: 'blue'}}}}); \
+             return true"
+        ))
+        .await;
+    browser.wait_text("#late", "already answered by").await;
+
+    browser.close().await;
+}
+
+/// A page's HTML fetched with the browser's session cookie.
+async fn http_get(daemon: &Daemon, browser: &Browser, path: &str) -> String {
+    let port = daemon.base().rsplit(':').next().unwrap().to_owned();
+    let cookie = browser
+        .client
+        .get_named_cookie(&format!("reef_session_{port}"))
+        .await
+        .unwrap();
+    reef_llm::http_client(None)
+        .unwrap()
+        .get(format!("{}{path}", daemon.base()))
+        .header("cookie", format!("reef_session_{port}={}", cookie.value()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }

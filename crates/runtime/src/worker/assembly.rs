@@ -164,7 +164,7 @@ fn sandbox_for(rt: &Runtime, record: &AgentRecord) -> AgentSandbox {
     policy.backend = rt.inner.policy.backend;
     AgentSandbox {
         config,
-        sandbox: Arc::new(Sandbox::new(policy)),
+        sandbox: Arc::new(Sandbox::new(policy).counting(rt.inner.meter.spawns.clone())),
     }
 }
 

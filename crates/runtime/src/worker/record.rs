@@ -28,6 +28,7 @@ pub(super) async fn session_event(
     msg: EventMsg,
 ) {
     rt.inner.activity.observe(agent, &msg);
+    rt.inner.meter.observe(agent, &msg);
     if let Some((kind, data)) = translate(ids, senders, msg) {
         event(rt, agent, kind, data).await;
     }

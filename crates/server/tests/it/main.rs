@@ -3,6 +3,7 @@
 
 mod api;
 mod hooks;
+mod metrics;
 mod openai;
 mod openapi;
 mod support;

@@ -18,6 +18,11 @@ pub struct Served {
 /// file the configuration names).
 pub async fn serve(answer: &'static str, before: impl FnOnce(&TestHome) -> String) -> Served {
     let mock = MockLlm::start_responder(Arc::new(move |_| MockReply::text(answer))).await;
+    serve_on(mock, before).await
+}
+
+/// As [`serve`], with agents on `mock`.
+pub async fn serve_on(mock: MockLlm, before: impl FnOnce(&TestHome) -> String) -> Served {
     let home = TestHome::new();
     let extra = before(&home);
     home.write_config(&format!(

@@ -226,3 +226,78 @@ async fn the_event_history_is_queryable_and_bounded() {
         .unwrap();
     assert!(next.seq > all[9].seq);
 }
+
+#[tokio::test]
+async fn the_event_history_is_searched_by_kind_agent_time_and_position() {
+    let store = Store::open_in_memory().unwrap();
+    let (a, b) = (AgentId::new(), AgentId::new());
+    for (kind, agent) in [
+        ("tool.call", &a),
+        ("tool.result", &a),
+        ("turn.ended", &a),
+        ("tool.call", &b),
+        ("tool_x.call", &b),
+    ] {
+        store
+            .append_event(kind, Some(agent), serde_json::json!({}))
+            .await
+            .unwrap();
+    }
+    let kinds = |events: Vec<reef_store::StoredEvent>| {
+        events.into_iter().map(|e| e.kind).collect::<Vec<_>>()
+    };
+    let filter = |kind: Option<&str>, agent: Option<&AgentId>| reef_store::EventFilter {
+        kind: kind.map(str::to_owned),
+        agent: agent.cloned(),
+        ..Default::default()
+    };
+    // Newest first; a prefix is literal (`_` is not a wildcard).
+    assert_eq!(
+        kinds(
+            store
+                .search_events(filter(Some("tool."), None), 10)
+                .await
+                .unwrap()
+        ),
+        ["tool.call", "tool.result", "tool.call"]
+    );
+    assert_eq!(
+        kinds(
+            store
+                .search_events(filter(Some("tool_."), None), 10)
+                .await
+                .unwrap()
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        kinds(
+            store
+                .search_events(filter(Some("tool.call"), Some(&a)), 10)
+                .await
+                .unwrap()
+        ),
+        ["tool.call"]
+    );
+    let all = store.search_events(filter(None, None), 10).await.unwrap();
+    assert_eq!(all.len(), 5);
+    let older = reef_store::EventFilter {
+        before: Some(all[1].seq),
+        ..Default::default()
+    };
+    let page = store.search_events(older, 2).await.unwrap();
+    assert_eq!(
+        page.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [all[2].seq, all[3].seq]
+    );
+    let future = reef_store::EventFilter {
+        from: Some("9999-01-01T00:00:00.000Z".into()),
+        ..Default::default()
+    };
+    assert!(store.search_events(future, 10).await.unwrap().is_empty());
+    let past = reef_store::EventFilter {
+        until: Some("2000-01-01T00:00:00.000Z".into()),
+        ..Default::default()
+    };
+    assert!(store.search_events(past, 10).await.unwrap().is_empty());
+}

@@ -135,3 +135,45 @@ async fn the_cost_report_groups_by_provider_and_model_and_counts_unpriced_reques
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn the_daily_cost_report_splits_the_same_totals_by_day() {
+    let (store, id) = store_with("ses_daily").await;
+    for cost in [Some(100), Some(50), None] {
+        let rec = NewUsage {
+            provider: "main".into(),
+            model: "gpt-4o".into(),
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+                cached_input_tokens: 1,
+            },
+            round: 1,
+            cost_micros: cost,
+        };
+        store.record_usage(&id, &rec).await.unwrap();
+    }
+    let days = store.daily_cost(None, None).await.unwrap();
+    let today = &reef_store::start_of_today()[..10];
+    assert_eq!(
+        days.iter().map(|d| d.day.as_str()).collect::<Vec<_>>(),
+        [today]
+    );
+    let whole = store.cost_report(None, None).await.unwrap();
+    assert_eq!(days[0].row, whole[0], "a day's row is the report's row");
+    assert_eq!(
+        (
+            whole[0].requests,
+            whole[0].cost_micros,
+            whole[0].unpriced_requests
+        ),
+        (3, 150, 1)
+    );
+    assert!(
+        store
+            .daily_cost(None, Some("9999-01-01T00:00:00.000Z"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -111,7 +111,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
         ),
         (
             "reef-dashboard",
-            Some(&["reef-core", "reef-runtime", "reef-store"][..]),
+            Some(&["reef-core", "reef-runtime", "reef-store", "reef-workspace"][..]),
         ),
         (
             "reef-server",
