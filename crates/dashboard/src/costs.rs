@@ -16,10 +16,36 @@ use std::collections::BTreeMap;
 /// Days the per-day charts show at most.
 const CHART_DAYS: i64 = 60;
 
-/// `?days=N`: only the last N days (all time when absent, as `reef cost` does).
-#[derive(Clone, Copy, Debug, Default, Deserialize)]
+/// The longest range offered, in days.
+const MAX_DAYS: u32 = 3650;
+
+/// `?days=N`: only the last N days (all time when absent or empty, as `reef cost` does).
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Range {
     pub days: Option<u32>,
+}
+
+/// The query as sent (the form sends `days=` for all time).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct RangeQuery {
+    #[serde(default)]
+    days: String,
+}
+
+impl RangeQuery {
+    /// The range, or what is wrong with `days`.
+    pub fn range(&self) -> Result<Range, String> {
+        let days = self.days.trim();
+        if days.is_empty() {
+            return Ok(Range { days: None });
+        }
+        match days.parse::<u32>() {
+            Ok(d) if (1..=MAX_DAYS).contains(&d) => Ok(Range { days: Some(d) }),
+            _ => Err(format!(
+                "days: `{days}` is not a number of days from 1 to {MAX_DAYS}"
+            )),
+        }
+    }
 }
 
 impl Range {
@@ -86,8 +112,12 @@ impl CostsBody {
 pub(crate) async fn costs(
     State(d): State<Dash>,
     Extension(session): Extension<Session>,
-    Query(range): Query<Range>,
+    Query(query): Query<RangeQuery>,
 ) -> Response {
+    let range = match query.range() {
+        Ok(range) => range,
+        Err(error) => return crate::events::refused(error),
+    };
     match body(&d, range).await {
         Ok(body) => page(&CostsPage {
             chrome: Chrome::new("Costs · reef", &session.csrf, "costs"),
@@ -209,4 +239,27 @@ fn day_span(daily: &[DailyCost], range: Range) -> Vec<String> {
         .take_while(|d| *d <= today)
         .map(|d| d.format("%Y-%m-%d").to_string())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(days: &str) -> Result<Option<u32>, String> {
+        RangeQuery {
+            days: days.to_owned(),
+        }
+        .range()
+        .map(|r| r.days)
+    }
+
+    #[test]
+    fn an_empty_range_is_all_time_and_a_bad_one_names_days() {
+        assert_eq!(range(""), Ok(None), "the form's `All time` sends days=");
+        assert_eq!(range("7"), Ok(Some(7)));
+        for bad in ["0", "4000000000", "x", "-1"] {
+            let err = range(bad).unwrap_err();
+            assert!(err.starts_with("days: "), "{err}");
+        }
+    }
 }

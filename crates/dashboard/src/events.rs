@@ -191,6 +191,8 @@ pub(crate) async fn events(
         Ok(found) => found,
         Err(err) => return crate::pages::failure(&err.into()),
     };
+    // An event written between the two reads is in the results: the tail starts after it.
+    let last = events.first().map_or(last, |newest| newest.seq.max(last));
     let names = names(&d).await;
     let older = (events.len() == PAGE)
         .then(|| events.last().map(|e| e.seq))

@@ -48,6 +48,26 @@ pub(crate) struct MemoryRow {
     pub forgettable: bool,
 }
 
+impl MemoryRow {
+    fn new(
+        own: &str,
+        id: i64,
+        namespace: String,
+        text: String,
+        tags: &[String],
+        created_at: &str,
+    ) -> MemoryRow {
+        MemoryRow {
+            forgettable: namespace == own,
+            id,
+            namespace,
+            text,
+            tags: tags.join(", "),
+            at: crate::view::Time::parse(created_at),
+        }
+    }
+}
+
 #[derive(Deserialize)]
 pub(crate) struct MemorySearch {
     #[serde(default)]
@@ -66,14 +86,7 @@ pub(crate) async fn memories(d: &Dash, agent: &str, query: &str) -> Result<Strin
             .await?;
         let rows = items
             .into_iter()
-            .map(|m| MemoryRow {
-                forgettable: m.namespace == own,
-                id: m.id,
-                namespace: m.namespace,
-                text: m.text,
-                tags: m.tags.join(", "),
-                at: crate::view::Time::parse(&m.created_at),
-            })
+            .map(|m| MemoryRow::new(&own, m.id, m.namespace, m.text, &m.tags, &m.created_at))
             .collect();
         (rows, None)
     } else {
@@ -92,14 +105,7 @@ pub(crate) async fn memories(d: &Dash, agent: &str, query: &str) -> Result<Strin
         let rows = found
             .hits
             .into_iter()
-            .map(|h| MemoryRow {
-                forgettable: h.namespace == own,
-                id: h.item_id,
-                namespace: h.namespace,
-                text: h.text,
-                tags: h.tags.join(", "),
-                at: crate::view::Time::parse(&h.created_at),
-            })
+            .map(|h| MemoryRow::new(&own, h.item_id, h.namespace, h.text, &h.tags, &h.created_at))
             .collect();
         (rows, found.note)
     };
@@ -164,10 +170,11 @@ pub(crate) enum Notes {
 
 /// Reads `MEMORY.md` from the agent's workspace, as the agent's prompt does: beneath the
 /// root, a regular file, not through a link.
-pub(crate) async fn notes(agent: &AgentRecord) -> Notes {
+pub(crate) async fn notes(d: &Dash, agent: &AgentRecord) -> Notes {
     let root = std::path::PathBuf::from(&agent.workspace);
+    let hidden = d.runtime.hidden_paths();
     let read = tokio::task::spawn_blocking(move || {
-        let ws = Workspace::open(&root)?;
+        let ws = Workspace::open(&root)?.with_hidden(&hidden);
         let rel = ws.resolve("MEMORY.md")?;
         ws.read(&rel, NOTES_SHOWN_BYTES)
     })
@@ -236,16 +243,17 @@ pub(crate) async fn files(
 ) -> Response {
     let found = async {
         let agent = d.runtime.get_agent(&name).await?;
-        Ok(browse(&agent, &q.path).await)
+        Ok(browse(&d, &agent, &q.path).await)
     };
     answer(found.await)
 }
 
 /// The browser's view of `path` in `agent`'s workspace.
-pub(crate) async fn browse(agent: &AgentRecord, path: &str) -> String {
+pub(crate) async fn browse(d: &Dash, agent: &AgentRecord, path: &str) -> String {
     let root = std::path::PathBuf::from(&agent.workspace);
+    let hidden = d.runtime.hidden_paths();
     let given = path.trim_matches('/').to_owned();
-    let read = tokio::task::spawn_blocking(move || look(&root, &given)).await;
+    let read = tokio::task::spawn_blocking(move || look(&root, &hidden, &given)).await;
     let (path, shown) = match read {
         Ok(Ok(found)) => found,
         Ok(Err(err)) => (path.to_owned(), Shown::Withheld(refusal(&err))),
@@ -258,8 +266,13 @@ pub(crate) async fn browse(agent: &AgentRecord, path: &str) -> String {
     })
 }
 
-fn look(root: &std::path::Path, given: &str) -> Result<(String, Shown), WorkspaceError> {
-    let ws = Workspace::open(root)?;
+/// What the browser shows of `given`; paths the agent's own tools cannot see stay hidden.
+fn look(
+    root: &std::path::Path,
+    hidden: &[std::path::PathBuf],
+    given: &str,
+) -> Result<(String, Shown), WorkspaceError> {
+    let ws = Workspace::open(root)?.with_hidden(hidden);
     let rel = if given.is_empty() {
         RelPath::root()
     } else {

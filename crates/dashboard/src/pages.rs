@@ -161,8 +161,8 @@ pub(crate) async fn agent(
             key: format!("dashboard:{}", crate::auth::random_hex()),
             spend: crate::inspect::spend(&d, &agent).await?,
             memories: crate::inspect::memories(&d, &agent.name, "").await?,
-            notes: crate::inspect::notes(&agent).await,
-            files: crate::inspect::browse(&agent, "").await,
+            notes: crate::inspect::notes(&d, &agent).await,
+            files: crate::inspect::browse(&d, &agent, "").await,
             file_cap: crate::inspect::size(crate::inspect::FILE_SHOWN_BYTES),
             name: agent.name,
         })

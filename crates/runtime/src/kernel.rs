@@ -236,6 +236,11 @@ impl Runtime {
         self.inner.sandbox_warning.as_deref()
     }
 
+    /// Paths agents' tools never see (secrets, keys, the home), as the file tools hide them.
+    pub fn hidden_paths(&self) -> Vec<PathBuf> {
+        self.inner.policy.hidden_paths()
+    }
+
     /// Where an agent's directories live: `$REEF_HOME/agents/<name>`.
     pub fn agent_dir(&self, name: &str) -> PathBuf {
         self.inner.config.home.join("agents").join(name)

@@ -14,6 +14,10 @@ pub const TOOL_SECONDS_BUCKETS: [f64; 12] = [
     0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
 ];
 
+/// Distinct tool names counted at most; calls of tools beyond them count as `other` (a model
+/// can name any tool, and each name would be a series forever).
+const TOOL_NAMES: usize = 256;
+
 /// Calls still running whose start is remembered at most (a session that never reports
 /// the end of its calls cannot grow this without bound).
 const OPEN_CALLS: usize = 4096;
@@ -111,7 +115,13 @@ impl Meter {
                 ..
             } => {
                 let began = state.open.remove(&(agent.clone(), call_id.clone()));
-                let tool = state.counts.tools.entry(name.clone()).or_default();
+                let tools = &mut state.counts.tools;
+                let key = if tools.contains_key(name) || tools.len() < TOOL_NAMES {
+                    name.clone()
+                } else {
+                    "other".to_owned()
+                };
+                let tool = tools.entry(key).or_default();
                 tool.calls += 1;
                 tool.errors += u64::from(*is_error);
                 if let Some(began) = began {

@@ -84,12 +84,31 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Result<Response, A
         out.sample("reef_turns_total", &[("outcome", outcome)], *n as f64);
     }
 
+    // Each family whole, one after another, as the format wants.
     out.family("reef_model_requests_total", "counter", "Model requests.");
+    for ((provider, model), m) in &counts.models {
+        let labels = [("provider", provider.as_str()), ("model", model.as_str())];
+        out.sample("reef_model_requests_total", &labels, m.requests as f64);
+    }
     out.family(
         "reef_model_tokens_total",
         "counter",
         "Tokens of model requests.",
     );
+    for ((provider, model), m) in &counts.models {
+        for (kind, n) in [
+            ("input", m.input_tokens),
+            ("output", m.output_tokens),
+            ("cached_input", m.cached_input_tokens),
+        ] {
+            let labels = [
+                ("provider", provider.as_str()),
+                ("model", model.as_str()),
+                ("type", kind),
+            ];
+            out.sample("reef_model_tokens_total", &labels, n as f64);
+        }
+    }
     out.family(
         "reef_model_cost_usd_total",
         "counter",
@@ -97,15 +116,6 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Result<Response, A
     );
     for ((provider, model), m) in &counts.models {
         let labels = [("provider", provider.as_str()), ("model", model.as_str())];
-        out.sample("reef_model_requests_total", &labels, m.requests as f64);
-        for (kind, n) in [
-            ("input", m.input_tokens),
-            ("output", m.output_tokens),
-            ("cached_input", m.cached_input_tokens),
-        ] {
-            let labels = [labels[0], labels[1], ("type", kind)];
-            out.sample("reef_model_tokens_total", &labels, n as f64);
-        }
         out.sample(
             "reef_model_cost_usd_total",
             &labels,
@@ -118,37 +128,26 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Result<Response, A
         "counter",
         "Tool calls, by tool and result.",
     );
+    for (tool, t) in &counts.tools {
+        for (result, n) in [("ok", t.calls - t.errors), ("error", t.errors)] {
+            let labels = [("tool", tool.as_str()), ("result", result)];
+            out.sample("reef_tool_calls_total", &labels, n as f64);
+        }
+    }
     out.family(
         "reef_tool_duration_seconds",
         "histogram",
         "Time from a tool call's start to its result.",
     );
     for (tool, t) in &counts.tools {
-        let ok = t.calls - t.errors;
-        out.sample(
-            "reef_tool_calls_total",
-            &[("tool", tool), ("result", "ok")],
-            ok as f64,
-        );
-        out.sample(
-            "reef_tool_calls_total",
-            &[("tool", tool), ("result", "error")],
-            t.errors as f64,
-        );
         for (bound, n) in TOOL_SECONDS_BUCKETS.iter().zip(t.buckets) {
             let le = bound.to_string();
-            out.sample(
-                "reef_tool_duration_seconds_bucket",
-                &[("tool", tool), ("le", &le)],
-                n as f64,
-            );
+            let labels = [("tool", tool.as_str()), ("le", le.as_str())];
+            out.sample("reef_tool_duration_seconds_bucket", &labels, n as f64);
         }
         let timed = t.timed as f64;
-        out.sample(
-            "reef_tool_duration_seconds_bucket",
-            &[("tool", tool), ("le", "+Inf")],
-            timed,
-        );
+        let labels = [("tool", tool.as_str()), ("le", "+Inf")];
+        out.sample("reef_tool_duration_seconds_bucket", &labels, timed);
         out.sample(
             "reef_tool_duration_seconds_sum",
             &[("tool", tool)],

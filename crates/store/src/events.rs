@@ -32,13 +32,6 @@ pub struct EventFilter {
     pub before: Option<u64>,
 }
 
-/// `text` matched literally by `LIKE … ESCAPE '\\'`.
-fn like_escaped(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('%', "\\%")
-        .replace('_', "\\_")
-}
-
 type EventRow = (i64, String, Option<String>, String, String);
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
@@ -170,15 +163,16 @@ impl Store {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.run(move |db| {
-            // A kind ending in `.` is a prefix (`tool.`); otherwise the kind itself.
+            // A kind ending in `.` is a prefix (`tool.`, compared exactly, case and all);
+            // otherwise the kind itself.
             let (kind, prefix) = match filter.kind.as_deref() {
-                Some(k) if k.ends_with('.') => (None, Some(format!("{}%", like_escaped(k)))),
+                Some(k) if k.ends_with('.') => (None, Some(k.to_owned())),
                 Some(k) => (Some(k.to_owned()), None),
                 None => (None, None),
             };
             let mut stmt = db.conn.prepare_cached(
                 "SELECT seq, kind, agent_id, data, created_at FROM events
-                 WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR kind LIKE ?2 ESCAPE '\\')
+                 WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR substr(kind, 1, length(?2)) = ?2)
                    AND (?3 IS NULL OR agent_id = ?3)
                    AND (?4 IS NULL OR created_at >= ?4) AND (?5 IS NULL OR created_at < ?5)
                    AND (?6 IS NULL OR seq < ?6)

@@ -29,21 +29,28 @@ impl Daemon {
             .env("REEF_HOME", home.reef_home())
             .current_dir(home.workspace())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(home.path().join("serve.log")).unwrap())
             .spawn()
             .unwrap();
+        let log = || std::fs::read_to_string(home.path().join("serve.log")).unwrap_or_default();
+        let mut child = child;
         let mut addr = String::new();
-        for _ in 0..2000 {
+        // A loaded machine can take long to start it; a daemon that exits says why at once.
+        for _ in 0..6000 {
             if let Ok(text) = std::fs::read_to_string(&addr_file) {
                 addr = text.trim().to_owned();
                 break;
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("reef serve exited ({status}) before serving:\n{}", log());
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert!(
             !addr.is_empty(),
-            "reef serve never wrote {}",
-            addr_file.display()
+            "reef serve never wrote {}:\n{}",
+            addr_file.display(),
+            log()
         );
         let token = std::fs::read_to_string(home.reef_home().join("api-token")).unwrap();
         Daemon {

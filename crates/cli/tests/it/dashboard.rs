@@ -388,7 +388,8 @@ async fn approvals_costs_events_memory_and_the_workspace_in_the_dashboard() {
         .await;
     daemon
         .wait("bob's notes", "/v1/events?agent=bob&kind=turn.ended", |e| {
-            e.as_array().is_some_and(|a| a.len() >= 3)
+            // The sweep, the approval's news, the memory, the notes.
+            e.as_array().is_some_and(|a| a.len() >= 4)
         })
         .await;
     browser.goto(&format!("{base}/agents/bob")).await;

@@ -136,18 +136,20 @@ async fn metrics_count_a_turn_with_a_shell_call_and_need_the_token() {
         Some(1.0),
         "{text}"
     );
-    // Every sample belongs to a family declared before it.
+    // Every sample belongs to the family declared last: families are whole and in one piece.
     let mut declared = std::collections::HashSet::new();
+    let mut current = String::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
-            declared.insert(rest.split(' ').next().unwrap().to_owned());
+            current = rest.split(' ').next().unwrap().to_owned();
+            assert!(declared.insert(current.clone()), "{current} declared twice");
         } else if !line.starts_with('#') {
             let name = line.split(['{', ' ']).next().unwrap();
             let family = ["_bucket", "_sum", "_count"]
                 .iter()
-                .find_map(|s| name.strip_suffix(s).filter(|f| declared.contains(*f)))
+                .find_map(|s| name.strip_suffix(s).filter(|f| *f == current))
                 .unwrap_or(name);
-            assert!(declared.contains(family), "{line} has no TYPE before it");
+            assert_eq!(family, current, "{line} is outside its family's group");
         }
     }
     served.runtime.shutdown().await;

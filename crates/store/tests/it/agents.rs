@@ -270,6 +270,11 @@ async fn the_event_history_is_searched_by_kind_agent_time_and_position() {
         ),
         Vec::<String>::new()
     );
+    let upper = store.search_events(filter(Some("Tool."), None), 10);
+    assert!(
+        upper.await.unwrap().is_empty(),
+        "a prefix is matched case and all, as the live tail does"
+    );
     assert_eq!(
         kinds(
             store
