@@ -7,8 +7,10 @@ use crate::chart::{Chart, Point};
 use crate::view::{Chrome, fragment, money, page};
 use askama::Template;
 use axum::Extension;
+use axum::extract::FromRequestParts;
 use axum::extract::{Query, State};
-use axum::response::Response;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
 use reef_store::{CostRow, DailyCost, StoreError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -27,14 +29,14 @@ pub(crate) struct Range {
 
 /// The query as sent (the form sends `days=` for all time).
 #[derive(Debug, Default, Deserialize)]
-pub(crate) struct RangeQuery {
+struct RangeQuery {
     #[serde(default)]
     days: String,
 }
 
 impl RangeQuery {
     /// The range, or what is wrong with `days`.
-    pub fn range(&self) -> Result<Range, String> {
+    fn range(&self) -> Result<Range, String> {
         let days = self.days.trim();
         if days.is_empty() {
             return Ok(Range { days: None });
@@ -45,6 +47,18 @@ impl RangeQuery {
                 "days: `{days}` is not a number of days from 1 to {MAX_DAYS}"
             )),
         }
+    }
+}
+
+/// `Range` as a handler's argument: a bad `days` is a 422 that names it.
+impl<S: Send + Sync> FromRequestParts<S> for Range {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Query(query) = Query::<RangeQuery>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        query.range().map_err(crate::events::refused)
     }
 }
 
@@ -112,12 +126,8 @@ impl CostsBody {
 pub(crate) async fn costs(
     State(d): State<Dash>,
     Extension(session): Extension<Session>,
-    Query(query): Query<RangeQuery>,
+    range: Range,
 ) -> Response {
-    let range = match query.range() {
-        Ok(range) => range,
-        Err(error) => return crate::events::refused(error),
-    };
     match body(&d, range).await {
         Ok(body) => page(&CostsPage {
             chrome: Chrome::new("Costs · reef", &session.csrf, "costs"),

@@ -7,7 +7,7 @@
 
 use crate::Dash;
 use crate::auth::Session;
-use crate::costs::{Range, RangeQuery};
+use crate::costs::Range;
 use crate::events::Search;
 use crate::pages::{agent_head, agents_table, pending_list, status_line};
 use crate::view::{Entry, Time, answer_entry, call_entry, escape, fragment, result_entry};
@@ -117,12 +117,8 @@ pub(crate) async fn overview(
 pub(crate) async fn costs(
     State(d): State<Dash>,
     Extension(session): Extension<Session>,
-    Query(query): Query<RangeQuery>,
+    range: Range,
 ) -> Response {
-    let range = match query.range() {
-        Ok(range) => range,
-        Err(error) => return crate::events::refused(error),
-    };
     let after = match d.runtime.store().last_event_seq().await {
         Ok(seq) => seq,
         Err(err) => return crate::pages::failure(&err.into()),
