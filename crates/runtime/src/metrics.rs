@@ -74,6 +74,16 @@ pub(crate) struct Meter {
 impl Meter {
     /// Counts what a session reported.
     pub(crate) fn observe(&self, agent: &AgentId, msg: &EventMsg) {
+        // Streamed text passes here once per token: leave it without taking the lock.
+        if !matches!(
+            msg,
+            EventMsg::TurnEnded { .. }
+                | EventMsg::Usage { .. }
+                | EventMsg::ToolCallBegin { .. }
+                | EventMsg::ToolCallEnd { .. }
+        ) {
+            return;
+        }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         match msg {
             EventMsg::TurnEnded { outcome, .. } => {
