@@ -1,6 +1,7 @@
 //! reef-sandbox: the only place reef starts processes — a confined runner with timeouts,
-//! output caps, a scrubbed environment and process-group kill — plus a probe of the
-//! isolation features this machine offers.
+//! output caps, a scrubbed environment and process-group kill, long-running processes on
+//! pipes or on a pseudo-terminal — plus a probe of the isolation features this machine
+//! offers.
 
 mod browser;
 mod capture;
@@ -15,6 +16,7 @@ mod proxy;
 mod request;
 mod runner;
 mod spawned;
+mod terminal;
 
 pub use browser::open_in_browser;
 pub use descriptors::raise_open_files_limit;
@@ -31,3 +33,4 @@ pub use proxy::{
 pub use request::{ExecOutput, ExecRequest};
 pub use runner::{Sandbox, self_test};
 pub use spawned::Spawned;
+pub use terminal::{TermSize, Terminal};

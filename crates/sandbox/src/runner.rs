@@ -165,6 +165,16 @@ impl Sandbox {
     }
 
     pub(crate) fn command(&self, req: &ExecRequest) -> Result<Command, SandboxError> {
+        self.command_for(req, false)
+    }
+
+    /// The command for `req`; with `terminal`, its stdin will be a pseudo-terminal that
+    /// becomes the controlling terminal of its session (the caller sets the stdio).
+    pub(crate) fn command_for(
+        &self,
+        req: &ExecRequest,
+        terminal: bool,
+    ) -> Result<Command, SandboxError> {
         let (mut cmd, policy_env) = match self.policy.backend {
             SandboxBackend::Plain => {
                 let mut cmd = Command::new(&req.program);
@@ -200,6 +210,7 @@ impl Sandbox {
                         .dirs()
                         .to_vec(),
                     proxy_socket,
+                    terminal,
                 };
                 let (policy, args) = spec::encode(&spec, &req.program, &req.args)
                     .map_err(SandboxError::Unsupported)?;
@@ -247,6 +258,10 @@ impl Sandbox {
         // A session of its own: its own process group (killed as one), and no controlling
         // terminal through which it could reach reef's.
         crate::linux::new_session(&mut cmd);
+        // The helper's command takes the terminal itself, inside the sandbox's own session.
+        if terminal && self.policy.backend == SandboxBackend::Plain {
+            crate::linux::controlling_terminal(&mut cmd);
+        }
         Ok(cmd)
     }
 }

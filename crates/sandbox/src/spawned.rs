@@ -19,6 +19,9 @@ const STDERR_TAIL: usize = 8 * 1024;
 /// group (and with it the sandbox's PID namespace).
 #[derive(Debug)]
 pub struct Spawned {
+    /// Keeps the session's cgroups (and proxy) for as long as the process runs: the helper
+    /// joins them after it starts, and a caller may drop its `Sandbox` first.
+    _sandbox: Sandbox,
     child: Child,
     guard: GroupGuard,
     stdin: Option<ChildStdin>,
@@ -88,6 +91,7 @@ impl Sandbox {
             });
         }
         Ok(Spawned {
+            _sandbox: self.clone(),
             stdin: child.stdin.take(),
             stdout: child.stdout.take(),
             child,

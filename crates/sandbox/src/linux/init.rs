@@ -63,6 +63,13 @@ pub(crate) fn run(spec: &HelperSpec, command: &[OsString]) -> Result<i32, String
         .collect::<Result<_, _>>()?;
     let child = match sys::fork_process().map_err(|e| format!("fork the command: {e}"))? {
         ForkResult::Child => {
+            if spec.terminal
+                && let Err(message) = sys::take_terminal()
+            {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "reef-sandbox: {message}");
+                std::process::exit(SETUP_FAILED);
+            }
             let code = exec(&spec.workspace.join(&spec.cwd), &argv, &env);
             std::process::exit(code);
         }

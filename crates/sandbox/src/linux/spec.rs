@@ -30,6 +30,10 @@ pub struct HelperSpec {
     /// `PROXY_SOCKET_INSIDE` and reached through a relay on `127.0.0.1:PROXY_PORT`.
     #[serde(default)]
     pub proxy_socket: Option<PathBuf>,
+    /// The command's stdin is a pseudo-terminal: it gets a session of its own with that
+    /// terminal as its controlling terminal (an interactive shell).
+    #[serde(default)]
+    pub terminal: bool,
 }
 
 /// The loopback port inside the sandbox where the allow-list proxy is reachable.

@@ -1,6 +1,7 @@
 //! The audited unsafe corner of reef: `fork` in the sandbox helper, the Landlock version
-//! query, bringing up loopback in a new network namespace, and `setsid` between fork and exec
-//! of every command reef starts.
+//! query, bringing up loopback in a new network namespace, `setsid` between fork and exec
+//! of every command reef starts, and a pseudo-terminal: taken as controlling terminal, and its
+//! controlling side registered with tokio.
 //!
 //! The helper is a freshly exec'd, single-threaded process (reef dispatches `sandbox-exec`
 //! before starting any thread), so a child after `fork` may run arbitrary code; both
@@ -25,6 +26,38 @@ pub(crate) fn new_session(cmd: &mut tokio::process::Command) {
                 .map_err(std::io::Error::from)
         });
     }
+}
+
+/// Makes the terminal on the child's stdin its controlling terminal, after the setsid of
+/// [`new_session`] (register this after it): for a shell the plain backend starts on a
+/// pseudo-terminal.
+pub(crate) fn controlling_terminal(cmd: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the child between fork and exec and makes one ioctl on fd 0,
+    // which is open (the child's stdin); it allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            let stdin = std::os::fd::BorrowedFd::borrow_raw(0);
+            rustix::process::ioctl_tiocsctty(stdin).map_err(std::io::Error::from)
+        });
+    }
+}
+
+/// In the helper's forked command: a session of its own whose controlling terminal is its
+/// stdin (a pseudo-terminal), so an interactive shell has job control.
+pub(crate) fn take_terminal() -> Result<(), String> {
+    rustix::process::setsid().map_err(|e| format!("setsid: {e}"))?;
+    // SAFETY: fd 0 is the command's stdin, open for the whole life of the process.
+    let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+    rustix::process::ioctl_tiocsctty(stdin).map_err(|e| format!("take the terminal: {e}"))
+}
+
+/// Registers a pseudo-terminal's controlling side with tokio's reactor.
+pub(crate) fn async_fd(
+    fd: std::os::fd::OwnedFd,
+) -> std::io::Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
+    // SAFETY: an `OwnedFd` is open until dropped and always names the same descriptor, and the
+    // `AsyncFd` owns it for its whole life.
+    unsafe { Ok(tokio::io::unix::AsyncFd::register(fd)?) }
 }
 
 /// Forks the (single-threaded) helper.

@@ -8,3 +8,4 @@ mod probe;
 mod run;
 mod spawn;
 mod support;
+mod terminal;

@@ -108,3 +108,22 @@ async fn a_missing_start_directory_is_refused_before_spawning() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_spawned_process_keeps_its_session_after_the_sandbox_value_is_dropped() {
+    // The helper joins the session's cgroups after it starts; they must still exist then.
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Sandbox::new(confined_policy())
+        .spawn(server(dir.path(), "reef-spawn-test-dropped"))
+        .await
+        .unwrap();
+    let (stdout, mut stdin) = child.take_io().unwrap();
+    stdin.write_all(b"ping\n").await.unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    assert_eq!(
+        lines.next_line().await.unwrap().as_deref(),
+        Some("got ping"),
+        "{}",
+        child.stderr_tail()
+    );
+}

@@ -1,0 +1,157 @@
+//! `Sandbox::terminal`: an interactive shell on a pseudo-terminal, confined like a run, with
+//! job control, resizable, and gone with everything it started once it exits or is dropped.
+
+use crate::support::{confined_policy, processes_with, wait_none_with};
+use reef_sandbox::{ExecRequest, Sandbox, SandboxPolicy, TermSize, Terminal};
+use std::time::Duration;
+
+fn shell(dir: &std::path::Path) -> ExecRequest {
+    let mut req = ExecRequest::new(
+        "/bin/sh",
+        vec!["-i".to_owned()],
+        dir.to_path_buf(),
+        Duration::from_secs(1),
+    );
+    req.env.push(("PS1".to_owned(), "reef$ ".to_owned()));
+    req
+}
+
+/// Reads until `needle` appears in what the terminal showed (or it ends); returns all of it.
+async fn read_until(term: &Terminal, seen: &mut String, needle: &str) {
+    let mut buf = [0u8; 4096];
+    while !seen.contains(needle) {
+        let n = term.read(&mut buf).await.unwrap();
+        assert!(n > 0, "the terminal ended before {needle:?}: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
+/// Reads until the terminal ends; returns what it showed.
+async fn read_to_end(term: &Terminal, seen: &mut String) {
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = term.read(&mut buf).await.unwrap();
+        if n == 0 {
+            return;
+        }
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
+async fn a_shell_on_a_terminal(policy: SandboxPolicy) {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), "s3cret").unwrap();
+    let policy = SandboxPolicy {
+        hidden: vec![outside.path().to_path_buf()],
+        ..policy
+    };
+    let sandbox = Sandbox::new(policy);
+    let mut term = sandbox
+        .terminal(shell(dir.path()), TermSize::new(80, 24))
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    read_until(&term, &mut seen, "reef$ ").await;
+    // A tty on every side, the size it was given, and job control (the shell's `$-` holds
+    // `m` only when it could take the terminal for its session).
+    // (Each answer is computed, so the echoed command line never matches it.)
+    term.write_all(
+        b"test -t 0 && test -t 1 && echo TTY-$((1+1)); stty size; case $- in *m*) echo JOBS-$((2+2));; esac; echo END-$((3+3))\n",
+    )
+    .await
+    .unwrap();
+    read_until(&term, &mut seen, "END-6").await;
+    assert!(seen.contains("TTY-2"), "{seen}");
+    assert!(seen.contains("24 80"), "{seen}");
+    assert!(seen.contains("JOBS-4"), "{seen}");
+    term.resize(TermSize::new(100, 40)).unwrap();
+    term.write_all(b"stty size\n").await.unwrap();
+    read_until(&term, &mut seen, "40 100").await;
+    // Confined: what the policy hides stays hidden; a process left running dies with it.
+    term.write_all(
+        format!(
+            "cat {}/secret; echo \"read=$?\"; sleep 300.125 &\n",
+            outside.path().display()
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    read_until(&term, &mut seen, "read=1").await;
+    assert!(!seen.contains("s3cret"), "{seen}");
+    assert!(wait_some_with("300.125").await, "{seen}");
+    term.write_all(b"exit 3\n").await.unwrap();
+    read_to_end(&term, &mut seen).await;
+    let status = term.wait().await.unwrap();
+    assert_eq!(status.code(), Some(3), "{seen}");
+    assert_eq!(wait_none_with("300.125").await, Vec::<i32>::new());
+}
+
+#[tokio::test]
+async fn a_confined_shell_has_a_terminal_job_control_and_its_size() {
+    a_shell_on_a_terminal(confined_policy()).await;
+}
+
+#[tokio::test]
+async fn a_plain_shell_has_a_terminal_too() {
+    let policy = SandboxPolicy {
+        kill_grace: Duration::from_millis(200),
+        ..SandboxPolicy::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(policy);
+    let mut term = sandbox
+        .terminal(shell(dir.path()), TermSize::new(80, 24))
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    read_until(&term, &mut seen, "reef$ ").await;
+    term.write_all(b"case $- in *m*) echo JOBS-$((2+2));; esac; stty size; exit\n")
+        .await
+        .unwrap();
+    read_to_end(&term, &mut seen).await;
+    assert!(seen.contains("JOBS-4"), "{seen}");
+    assert!(seen.contains("24 80"), "{seen}");
+    assert!(term.wait().await.unwrap().success());
+}
+
+#[tokio::test]
+async fn dropping_a_terminal_kills_what_runs_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(confined_policy());
+    let term = sandbox
+        .terminal(shell(dir.path()), TermSize::new(80, 24))
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    read_until(&term, &mut seen, "reef$ ").await;
+    term.write_all(b"sleep 301.125\n").await.unwrap();
+    assert!(wait_some_with("301.125").await, "{seen}");
+    drop(term);
+    assert_eq!(wait_none_with("301.125").await, Vec::<i32>::new());
+}
+
+/// Polls until some host process has `marker` in its command line, for at most 10 s.
+async fn wait_some_with(marker: &str) -> bool {
+    for _ in 0..200 {
+        if !processes_with(marker).is_empty() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn a_terminal_keeps_its_session_after_the_sandbox_value_is_dropped() {
+    // The helper joins the session's cgroups after it starts; they must still exist then.
+    let dir = tempfile::tempdir().unwrap();
+    let term = Sandbox::new(confined_policy())
+        .terminal(shell(dir.path()), TermSize::new(80, 24))
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    read_until(&term, &mut seen, "reef$ ").await;
+    assert!(!seen.contains("reef-sandbox:"), "{seen}");
+}
