@@ -34,6 +34,8 @@ fn a_hidden_directory_inside_the_workspace_is_refused_and_left_out() {
         .map(|e| e.path.display())
         .collect();
     assert_eq!(names, ["notes.txt"]);
+    let (first, more) = ws.list_first(&ws.resolve(".").unwrap(), 10).unwrap();
+    assert_eq!((first.len(), more), (1, 0), "{first:?}");
     let mut walked = Vec::new();
     ws.walk(&ws.resolve(".").unwrap(), &WalkOptions::default(), |e| {
         walked.push(e.path.display());
@@ -74,4 +76,24 @@ fn a_workspace_that_is_itself_hidden_opens_nothing() {
             .unwrap(),
         b"token"
     );
+}
+
+#[test]
+fn a_capped_listing_returns_the_first_names_and_counts_the_rest() {
+    let fx = Fixture::new();
+    for i in 0..25 {
+        fx.write(&format!("f{i:02}.txt"), "x");
+    }
+    fx.write(".ssh/id_rsa", "PRIVATE KEY");
+    let ws = fx.ws().with_hidden(&[fx.root.join(".ssh")]);
+    let root = ws.resolve(".").unwrap();
+    let (first, more) = ws.list_first(&root, 10).unwrap();
+    let names: Vec<String> = first.iter().map(|e| e.path.display()).collect();
+    let expected: Vec<String> = (0..10).map(|i| format!("f{i:02}.txt")).collect();
+    assert_eq!(names, expected);
+    // The hidden folder counts neither as shown nor as more.
+    assert_eq!(more, 15);
+    assert_eq!(ws.list(&root).unwrap()[..10], first[..]);
+    let (all, none) = ws.list_first(&root, 100).unwrap();
+    assert_eq!((all.len(), none), (25, 0));
 }
