@@ -1,7 +1,8 @@
 //! `[daemon]` and `[approvals]`: where `reef serve` listens, how many turns run at once, how
 //! much event history is kept, how long operator questions wait, what happens to a message
 //! that arrives mid-turn, which shell commands need the operator's approval, and whether
-//! `/metrics` is open without the token (`[metrics]`).
+//! `/metrics` is open without the token (`[metrics]`), and whether the dashboard offers a
+//! terminal (`[dashboard]`).
 
 use crate::error::ConfigError;
 use reef_core::QueueMode;
@@ -24,6 +25,20 @@ pub(crate) struct DaemonToml {
 #[serde(deny_unknown_fields)]
 pub(crate) struct MetricsToml {
     pub public: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DashboardToml {
+    pub terminal: Option<bool>,
+}
+
+/// `[dashboard]`: the web dashboard's optional parts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DashboardConfig {
+    /// The operator may open a shell inside an agent's sandbox from the agent's page; off by
+    /// default.
+    pub terminal: bool,
 }
 
 /// `[metrics]`: the Prometheus endpoint.

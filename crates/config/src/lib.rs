@@ -31,7 +31,7 @@ pub use agent::AgentConfig;
 pub use channels::{
     ChannelConfig, ChannelKind, DEFAULT_AGENT_COOLDOWN_SECS, IrcConfig, Route, valid_nick,
 };
-pub use daemon::{ApprovalsConfig, DaemonConfig, MetricsConfig};
+pub use daemon::{ApprovalsConfig, DaemonConfig, DashboardConfig, MetricsConfig};
 pub use error::ConfigError;
 pub use heartbeat::{DEFAULT_STUCK_AFTER, HeartbeatConfig, JobsConfig, active_window};
 pub use hooks::{DEFAULT_MAX_BODY, HookConfig, HookRoute, HooksConfig};
@@ -46,7 +46,8 @@ pub use resolve::{
 };
 pub use routines::{
     DEFAULT_MIN_INTERVAL, DEFAULT_RUN_TIMEOUT, RoutineConfig, RoutineFieldError, RoutineFields,
-    SchedulerConfig, describe_every, routine_spec, valid_name as valid_routine_name,
+    SchedulerConfig, describe_every, describe_trigger, routine_spec,
+    valid_name as valid_routine_name,
 };
 pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,

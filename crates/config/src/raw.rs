@@ -20,6 +20,7 @@ pub(crate) struct ConfigToml {
     pub prices: BTreeMap<String, PriceToml>,
     pub approvals: Option<crate::daemon::ApprovalsToml>,
     pub metrics: Option<crate::daemon::MetricsToml>,
+    pub dashboard: Option<crate::daemon::DashboardToml>,
     pub models: Option<ModelsToml>,
     pub memory: Option<crate::memory::MemoryToml>,
     #[serde(default)]

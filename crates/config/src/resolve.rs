@@ -96,6 +96,8 @@ pub struct Config {
     pub approvals: crate::daemon::ApprovalsConfig,
     /// `[metrics]`.
     pub metrics: crate::daemon::MetricsConfig,
+    /// `[dashboard]`.
+    pub dashboard: crate::daemon::DashboardConfig,
     pub models: ModelsConfig,
     pub memory: crate::memory::MemoryConfig,
     /// No provider was configured: `local` (the embedded default model) was added.
@@ -226,6 +228,9 @@ impl Config {
         let metrics = crate::daemon::MetricsConfig {
             public: parsed.metrics.and_then(|m| m.public).unwrap_or(false),
         };
+        let dashboard = crate::daemon::DashboardConfig {
+            terminal: parsed.dashboard.and_then(|d| d.terminal).unwrap_or(false),
+        };
         let secrets = secrets::resolve(parsed.secrets, &opts.home, &origin_of)?;
         let channels =
             crate::channels::resolve(parsed.channels, parsed.operators, &secrets, &origin_of)?;
@@ -305,6 +310,7 @@ impl Config {
             daemon,
             approvals,
             metrics,
+            dashboard,
             models,
             memory,
             implicit_local,

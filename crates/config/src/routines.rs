@@ -436,3 +436,23 @@ fn dollars(
 pub fn describe_every(millis: u64) -> String {
     format_duration(Duration::from_millis(millis))
 }
+
+/// A trigger in a few words: `every 2s`, `cron 0 9 * * MON-FRI (Europe/Berlin)`,
+/// `event agent.* ~ failed`, `webhook deploy`, `manual`.
+pub fn describe_trigger(trigger: &reef_core::Trigger) -> String {
+    use reef_core::Trigger;
+    match trigger {
+        Trigger::Cron { expr, tz } => format!("cron {expr} ({tz})"),
+        Trigger::Every { millis } => format!("every {}", describe_every(*millis)),
+        Trigger::Event {
+            event,
+            pattern: Some(p),
+        } => format!("event {event} ~ {p}"),
+        Trigger::Event {
+            event,
+            pattern: None,
+        } => format!("event {event}"),
+        Trigger::Webhook { hook } => format!("webhook {hook}"),
+        Trigger::Manual => "manual".into(),
+    }
+}

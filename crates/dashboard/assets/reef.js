@@ -3,6 +3,7 @@
 "use strict";
 
 function relative(seconds) {
+  if (seconds <= -45) return "in " + relative(-seconds).replace(/ ago$/, "");
   if (seconds < 45) return "just now";
   if (seconds < 3600) return Math.round(seconds / 60) + " min ago";
   if (seconds < 86400) return Math.round(seconds / 3600) + " h ago";
@@ -13,7 +14,7 @@ function refreshTimes() {
   const now = Date.now();
   for (const el of document.querySelectorAll("time[datetime]")) {
     const at = Date.parse(el.getAttribute("datetime"));
-    if (!Number.isNaN(at)) el.textContent = relative(Math.max(0, (now - at) / 1000));
+    if (!Number.isNaN(at)) el.textContent = relative((now - at) / 1000);
   }
 }
 

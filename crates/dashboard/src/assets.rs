@@ -29,6 +29,26 @@ const FILES: &[(&str, &[u8], &str)] = &[
         "text/javascript; charset=utf-8",
     ),
     (
+        "xterm.js",
+        include_bytes!("../assets/vendor/xterm-6.0.0.min.js"),
+        "text/javascript; charset=utf-8",
+    ),
+    (
+        "xterm-fit.js",
+        include_bytes!("../assets/vendor/xterm-addon-fit-0.11.0.min.js"),
+        "text/javascript; charset=utf-8",
+    ),
+    (
+        "xterm.css",
+        include_bytes!("../assets/vendor/xterm-6.0.0.css"),
+        "text/css; charset=utf-8",
+    ),
+    (
+        "terminal.js",
+        include_bytes!("../assets/terminal.js"),
+        "text/javascript; charset=utf-8",
+    ),
+    (
         "reef.js",
         include_bytes!("../assets/reef.js"),
         "text/javascript; charset=utf-8",

@@ -108,10 +108,9 @@ pub(crate) async fn signed_in(State(d): State<Dash>, mut req: Request, next: Nex
 pub(crate) async fn headers(req: Request, next: Next) -> Response {
     let mut res = next.run(req).await;
     let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
+    // A page may set a policy of its own (the terminal's); every other answer gets the strict one.
+    h.entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(CSP));
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),

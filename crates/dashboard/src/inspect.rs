@@ -282,11 +282,9 @@ fn look(
     let path = rel.display();
     let shown = match meta.kind {
         Kind::Dir => {
-            let all = ws.list(&rel)?;
-            let more = all.len().saturating_sub(ENTRIES_SHOWN);
-            let entries = all
+            let (first, more) = ws.list_first(&rel, ENTRIES_SHOWN)?;
+            let entries = first
                 .into_iter()
-                .take(ENTRIES_SHOWN)
                 .map(|e| FileRow {
                     path: e.path.display(),
                     name: e.name().to_string_lossy().into_owned(),

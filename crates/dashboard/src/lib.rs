@@ -1,5 +1,5 @@
 //! reef-dashboard: the operator's control room in a browser tab, served by the daemon at `/`.
-//! Pages (overview, agent, spawn, costs, events) are rendered on the server (askama templates, escaped by default) and kept live by
+//! Pages (overview, agent, spawn, costs, events, and a terminal when enabled) are rendered on the server (askama templates, escaped by default) and kept live by
 //! fragments sent over SSE (htmx and its SSE extension, vendored); the operator signs in
 //! with the API token or a one-time link and holds a cookie session with a CSRF token.
 
@@ -10,10 +10,12 @@ mod chart;
 mod costs;
 mod events;
 mod guard;
+mod health;
 mod inspect;
 mod live;
 mod login;
 mod pages;
+mod terminal;
 mod view;
 
 pub use assets::all as assets;
@@ -32,6 +34,8 @@ pub(crate) struct Dash {
     pub runtime: Runtime,
     pub logins: Arc<Logins>,
     pub own: Arc<Own>,
+    /// Terminals open now (at most `terminal::MAX_TERMINALS`).
+    pub terminals: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// The dashboard's routes (`/`, `/login`, `/agents/…`, `/assets/…`), to be merged into the
@@ -41,6 +45,7 @@ pub fn router(runtime: Runtime, logins: Arc<Logins>, own: Own) -> Router {
         runtime,
         logins,
         own: Arc::new(own),
+        terminals: Arc::default(),
     };
     let signed_in = Router::new()
         .route("/", get(pages::overview))
@@ -57,6 +62,8 @@ pub fn router(runtime: Runtime, logins: Arc<Logins>, own: Own) -> Router {
         .route("/agents/{name}/memory", get(inspect::memory))
         .route("/agents/{name}/memory/{id}/forget", post(inspect::forget))
         .route("/agents/{name}/files", get(inspect::files))
+        .route("/agents/{name}/terminal", get(terminal::terminal_page))
+        .route("/agents/{name}/terminal/socket", get(terminal::socket))
         .route("/pending/{id}/{action}", post(actions::pending))
         .route("/logout", post(login::sign_out))
         .layer(from_fn_with_state(dash.clone(), guard::signed_in));

@@ -37,11 +37,13 @@ struct Dirty {
     status: bool,
     head: bool,
     costs: bool,
+    /// Routines and jobs.
+    health: bool,
 }
 
 impl Dirty {
     fn any(&self) -> bool {
-        self.agents || self.pending || self.status || self.head || self.costs
+        self.agents || self.pending || self.status || self.head || self.costs || self.health
     }
 
     fn note(&mut self, kind: &str) {
@@ -63,6 +65,10 @@ impl Dirty {
         }
         if kind == "model.usage" {
             self.costs = true;
+        }
+        // A job starts and ends with the turn that does its work.
+        if under("routine.") || under("job.") || under("turn.") {
+            self.health = true;
         }
     }
 }
@@ -108,6 +114,7 @@ pub(crate) async fn overview(
         agents: true,
         pending: true,
         status: true,
+        health: true,
         ..Dirty::default()
     };
     stream(feed(d, session, View::Overview, after, dirty))
@@ -376,6 +383,9 @@ impl Feed {
                 }
                 if dirty.status {
                     self.send("status", status_line(&d).await?);
+                }
+                if dirty.health {
+                    self.send("health", crate::health::health(&d).await?);
                 }
             }
             View::Costs(range) => {

@@ -50,6 +50,7 @@ pub(crate) async fn overview(
             agents: agents_table(&d).await?,
             pending: pending_list(&d, None).await?,
             status: status_line(&d).await?,
+            health: crate::health::health(&d).await?,
         })
     };
     match built.await {
@@ -164,6 +165,7 @@ pub(crate) async fn agent(
             notes: crate::inspect::notes(&d, &agent).await,
             files: crate::inspect::browse(&d, &agent, "").await,
             file_cap: crate::inspect::size(crate::inspect::FILE_SHOWN_BYTES),
+            terminal: d.runtime.config().dashboard.terminal,
             name: agent.name,
         })
     };

@@ -78,6 +78,7 @@ pub(crate) struct OverviewPage {
     pub agents: String,
     pub pending: String,
     pub status: String,
+    pub health: String,
 }
 
 use crate::inspect::Notes;
@@ -102,6 +103,8 @@ pub(crate) struct AgentPage {
     pub notes: crate::inspect::Notes,
     pub files: String,
     pub file_cap: String,
+    /// `[dashboard] terminal` is on: the page links to the terminal.
+    pub terminal: bool,
 }
 
 #[derive(Template)]
@@ -249,6 +252,14 @@ pub(crate) struct Time {
 }
 
 impl Time {
+    /// From milliseconds since the Unix epoch.
+    pub fn from_ms(ms: i64) -> Time {
+        match chrono::DateTime::from_timestamp_millis(ms) {
+            Some(at) => Time::parse(&at.to_rfc3339()),
+            None => Time::parse(&ms.to_string()),
+        }
+    }
+
     /// From a stored RFC 3339 timestamp (shown as it is when it does not parse).
     pub fn parse(stamp: &str) -> Time {
         match chrono::DateTime::parse_from_rfc3339(stamp) {
@@ -270,10 +281,11 @@ impl Time {
     }
 }
 
-/// "just now", "5 min ago", "3 h ago", "2 days ago".
+/// "just now", "5 min ago", "3 h ago", "2 days ago"; "in 5 min" for a time to come.
 pub(crate) fn relative(secs: i64) -> String {
     match secs {
-        ..45 => "just now".to_owned(),
+        ..=-45 => format!("in {}", relative(-secs).trim_end_matches(" ago")),
+        -44..45 => "just now".to_owned(),
         45..3600 => format!("{} min ago", (secs + 30) / 60),
         3600..86_400 => format!("{} h ago", (secs + 1800) / 3600),
         _ => format!("{} days ago", (secs + 43_200) / 86_400),

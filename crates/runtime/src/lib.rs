@@ -26,6 +26,7 @@ mod routine_tools;
 mod routines;
 mod scheduler;
 mod templates;
+mod terminal;
 mod tools;
 mod worker;
 
@@ -41,8 +42,11 @@ pub use metrics::{Counts, ModelCounts, TOOL_SECONDS_BUCKETS, ToolCounts};
 pub use questions::MAX_TTL_SECS;
 /// How `RuntimeOptions::helper` names the sandbox helper process.
 pub use reef_agent::HelperCommand;
+/// A terminal's size, for [`Runtime::open_terminal`].
+pub use reef_sandbox::TermSize;
 pub use routines::{RoutineRequest, RoutineView};
 pub use templates::{
     BUILTIN_TEMPLATES, DEFAULT_SCHEDULE_TASK, SandboxOverrides, Template, TemplateError,
     TemplateSchedule, TemplateSource, Templates,
 };
+pub use terminal::{SHOWN_KEPT, TYPED_KEPT, TerminalSession};

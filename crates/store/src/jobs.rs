@@ -335,6 +335,25 @@ impl Store {
         .await
     }
 
+    /// Jobs waiting to start, and jobs running.
+    pub async fn open_job_counts(&self) -> Result<(u64, u64), StoreError> {
+        self.run(|db| {
+            let (pending, running): (i64, i64) = db
+                .conn
+                .prepare_cached(
+                    "SELECT COALESCE(SUM(state = 'pending'), 0),
+                            COALESCE(SUM(state = 'running'), 0)
+                     FROM jobs WHERE state IN ('pending', 'running')",
+                )?
+                .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok((
+                u64::try_from(pending).unwrap_or(0),
+                u64::try_from(running).unwrap_or(0),
+            ))
+        })
+        .await
+    }
+
     /// The ids of one routine's jobs that have not ended, oldest first, at most `limit`.
     pub async fn open_routine_jobs(
         &self,

@@ -8,20 +8,9 @@ use serde_json::Value;
 
 /// `every 2s`, `cron 0 9 * * MON-FRI (Europe/Berlin)`, `event agent.* ~ failed`, …
 pub fn trigger_text(trigger: &Value) -> String {
-    match trigger["kind"].as_str() {
-        Some("cron") => format!("cron {} ({})", s(trigger, "expr"), s(trigger, "tz")),
-        Some("every") => format!(
-            "every {}",
-            reef_config::describe_every(trigger["millis"].as_u64().unwrap_or(0))
-        ),
-        Some("event") => match trigger["pattern"].as_str() {
-            Some(p) => format!("event {} ~ {p}", s(trigger, "event")),
-            None => format!("event {}", s(trigger, "event")),
-        },
-        Some("webhook") => format!("webhook {}", s(trigger, "hook")),
-        Some("manual") => "manual".into(),
-        _ => trigger.to_string(),
-    }
+    serde_json::from_value::<reef_core::Trigger>(trigger.clone())
+        .map(|t| reef_config::describe_trigger(&t))
+        .unwrap_or_else(|_| trigger.to_string())
 }
 
 fn action_text(action: &Value) -> String {

@@ -5,7 +5,9 @@
 //! agent shown as text, and requests from another origin or without the CSRF token refused;
 //! then a command approved and its output in the conversation, the agent's memory, notes and
 //! workspace, the cost page against `reef cost --json`, the events search and its live tail,
-//! and an answer that lost its race.
+//! and an answer that lost its race; then routine and job health on the overview, and a shell
+//! in the agent's sandbox (off unless `[dashboard] terminal = true`) with its recorded session
+//! and its socket's refusals.
 //! Screenshots of each view at 1280×800 and 420×800 go to `target/tmp/dashboard-screenshots`.
 
 use crate::browser::Browser;
@@ -100,6 +102,12 @@ async fn an_operator_runs_an_agent_from_the_dashboard() {
     browser
         .wait_text("#transcript", "haiku.txt is written")
         .await;
+    assert!(
+        !browser.source().await.contains("open-terminal"),
+        "the terminal is off by default"
+    );
+    let off = http_get(&daemon, &browser, "/agents/ada/terminal").await;
+    assert!(off.contains("The terminal is off"), "{off}");
     // The command's output and the answer carry markup: shown, never run.
     let transcript = browser
         .wait_text("#transcript", "onerror=window.pwned=1")
@@ -537,4 +545,189 @@ async fn http_get(daemon: &Daemon, browser: &Browser, path: &str) -> String {
         .text()
         .await
         .unwrap()
+}
+
+/// Types `keys` into the terminal on the page, then Enter.
+async fn type_line(browser: &Browser, keys: &str) {
+    let input = browser.find("#terminal .xterm-helper-textarea").await;
+    input.send_keys(&format!("{keys}\u{E007}")).await.unwrap();
+}
+
+#[tokio::test]
+async fn routines_jobs_and_a_terminal_in_the_agents_sandbox() {
+    let mock =
+        MockLlm::start_responder(Arc::new(|_: &RecordedRequest| MockReply::text("done"))).await;
+    let home = daemon_home(&mock);
+    let config = std::fs::read_to_string(home.config_path()).unwrap();
+    home.write_config(&format!("{config}\n[dashboard]\nterminal = true\n"));
+    let daemon = Daemon::start(&home).await;
+    let base = daemon.base().to_owned();
+    daemon
+        .post("/v1/agents", json!({"name": "ada", "template": "worker"}))
+        .await;
+    let browser = Browser::start(1280, 800).await;
+    sign_in(&browser, &daemon).await;
+
+    // Routine and job health on the overview, live: a routine appears with its trigger and
+    // next fire; run by hand, its job appears and ends.
+    browser
+        .wait_text("#health", "No routines or jobs yet")
+        .await;
+    daemon
+        .post(
+            "/v1/routines",
+            json!({"name": "nightly", "every": "1h", "agent": "ada", "message": "tidy up"}),
+        )
+        .await;
+    let row = browser
+        .wait_text("#health tr[data-routine='nightly']", "every 1h")
+        .await;
+    assert!(row.contains("message ada"), "{row}");
+    assert!(row.contains("enabled"), "{row}");
+    assert!(row.contains("in 1 h") || row.contains("in 60 min"), "{row}");
+    daemon.post("/v1/routines/nightly/run", json!({})).await;
+    let job = browser
+        .wait_text("#health table.jobs tbody tr:first-child", "completed")
+        .await;
+    assert!(job.contains("routine nightly"), "{job}");
+    assert!(job.contains("ada"), "{job}");
+    browser
+        .wait_text("#health .jobs-open", "0 running, 0 waiting")
+        .await;
+    shots(&browser, "overview-routines").await;
+
+    // The terminal: a shell inside ada's sandbox, in its workspace.
+    browser.goto(&format!("{base}/agents/ada")).await;
+    browser.click("#open-terminal").await;
+    browser.wait_text("#terminal-status", "Connected").await;
+    let drawn = browser
+        .eval("return document.querySelector('#terminal .xterm-rows') !== null")
+        .await;
+    assert_eq!(drawn, json!(true), "xterm.js drew the terminal");
+    browser
+        .wait_text("#terminal .xterm-rows", "ada@sandbox")
+        .await;
+    let token = home.reef_home().join("api-token");
+    type_line(
+        &browser,
+        &format!(
+            "echo sum=$((6*7)); hostname; touch from-terminal; cat {} ; echo token=$?",
+            token.display()
+        ),
+    )
+    .await;
+    let rows = browser.wait_text("#terminal .xterm-rows", "token=1").await;
+    assert!(rows.contains("sum=42"), "{rows}");
+    assert!(rows.contains("reef-sandbox"), "the hostname inside: {rows}");
+    assert!(
+        !rows.contains(daemon.token()),
+        "the API token was read: {rows}"
+    );
+    assert!(
+        home.reef_home()
+            .join("agents/ada/workspace/from-terminal")
+            .exists(),
+        "the shell works in the agent's workspace"
+    );
+    // A narrow window: the page tells the shell its new size.
+    browser.client.set_window_size(420, 800).await.unwrap();
+    type_line(&browser, "stty size | awk '{print \"narrow=\" ($2 < 60)}'").await;
+    browser.wait_text("#terminal .xterm-rows", "narrow=1").await;
+    browser.screenshot("terminal-420x800").await;
+    browser.client.set_window_size(1280, 800).await.unwrap();
+    browser.screenshot("terminal-1280x800").await;
+    type_line(&browser, "exit 7").await;
+    browser.wait_text("#terminal-status", "exit code 7").await;
+
+    // The session is recorded: who, what was typed, the end of what was shown, the exit.
+    let opened = daemon
+        .get("/v1/events?agent=ada&kind=terminal.opened")
+        .await;
+    let opened = &opened.as_array().unwrap()[0]["data"];
+    assert!(
+        opened["by"].as_str().unwrap().starts_with("dashboard"),
+        "{opened}"
+    );
+    assert_eq!(opened["backend"], "landlock", "{opened}");
+    let closed = daemon
+        .wait(
+            "the terminal's record",
+            "/v1/events?agent=ada&kind=terminal.closed",
+            |e| e.as_array().is_some_and(|a| !a.is_empty()),
+        )
+        .await;
+    let closed = &closed.as_array().unwrap()[0]["data"];
+    assert_eq!(closed["terminal"], opened["terminal"]);
+    assert_eq!(closed["exit_code"], 7, "{closed}");
+    assert_eq!(closed["ended"], "the shell exited", "{closed}");
+    assert!(
+        closed["typed"]
+            .as_str()
+            .unwrap()
+            .contains("touch from-terminal"),
+        "{closed}"
+    );
+    assert!(
+        closed["shown_tail"].as_str().unwrap().contains("sum=42"),
+        "{closed}"
+    );
+
+    // The socket refuses a request without the page's CSRF token or from another site.
+    let csrf = browser
+        .eval("return document.body.getAttribute('hx-headers')")
+        .await;
+    let csrf: serde_json::Value = serde_json::from_str(csrf.as_str().unwrap()).unwrap();
+    let csrf = csrf["x-csrf-token"].as_str().unwrap().to_owned();
+    let socket = |query: String, origin: &'static str| {
+        let base = base.clone();
+        let browser = &browser;
+        async move {
+            let port = base.rsplit(':').next().unwrap().to_owned();
+            let cookie = browser
+                .client
+                .get_named_cookie(&format!("reef_session_{port}"))
+                .await
+                .unwrap();
+            let origin = if origin.is_empty() {
+                base.clone()
+            } else {
+                origin.to_owned()
+            };
+            reef_llm::http_client(None)
+                .unwrap()
+                .get(format!("{base}/agents/ada/terminal/socket?{query}"))
+                .header("cookie", format!("reef_session_{port}={}", cookie.value()))
+                .header("origin", origin)
+                .header("connection", "upgrade")
+                .header("upgrade", "websocket")
+                .header("sec-websocket-version", "13")
+                .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(socket(String::new(), "").await, 403, "no CSRF token");
+    assert_eq!(
+        socket("csrf=wrong".into(), "").await,
+        403,
+        "a wrong CSRF token"
+    );
+    assert_eq!(
+        socket(format!("csrf={csrf}"), "http://evil.example").await,
+        403,
+        "another site"
+    );
+    let sessions = daemon
+        .get("/v1/events?agent=ada&kind=terminal.opened")
+        .await;
+    assert_eq!(
+        sessions.as_array().unwrap().len(),
+        1,
+        "a refused socket opened no shell"
+    );
+
+    browser.close().await;
 }

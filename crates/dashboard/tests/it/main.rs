@@ -29,13 +29,16 @@ fn vendored_files_match_their_recorded_hashes() {
         );
         checked += 1;
     }
-    assert_eq!(checked, 2, "htmx and its SSE extension");
+    assert_eq!(
+        checked, 7,
+        "htmx, its SSE extension, xterm.js (script, styles, licence) and its fit add-on"
+    );
 }
 
 #[test]
 fn assets_are_served_under_hashed_names() {
     let assets: Vec<_> = reef_dashboard::assets().collect();
-    assert_eq!(assets.len(), 5);
+    assert_eq!(assets.len(), 9);
     for (name, url, len) in assets {
         let (stem, ext) = name.rsplit_once('.').unwrap();
         let file = url.strip_prefix("/assets/").unwrap();

@@ -220,6 +220,11 @@ fn mcp_for(rt: &Runtime, record: &AgentRecord) -> Option<reef_mcp::McpAccess> {
     (!servers.is_empty()).then_some(reef_mcp::McpAccess { hub, servers })
 }
 
+/// The sandbox the agent's commands run in (a new session of the same policy).
+pub(crate) fn agent_sandbox(rt: &Runtime, record: &AgentRecord) -> Arc<Sandbox> {
+    sandbox_for(rt, record).sandbox
+}
+
 /// The folders of the agent's skills outside its workspace, for a command run on its behalf
 /// outside a turn (an approved command).
 pub(crate) fn skill_folders(rt: &Runtime, record: &AgentRecord) -> Vec<std::path::PathBuf> {

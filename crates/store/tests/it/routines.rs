@@ -133,6 +133,7 @@ async fn a_fire_is_claimed_once_with_its_message() {
     let job = store.job(job_id).await.unwrap().unwrap();
     assert_eq!(job.state, JobState::Running);
     assert_eq!(job.routine.as_deref(), Some("tick"));
+    assert_eq!(store.open_job_counts().await.unwrap(), (0, 1));
     assert_eq!(
         store
             .routine_by_name("tick")
@@ -151,6 +152,7 @@ async fn a_fire_is_claimed_once_with_its_message() {
     let job = store.job(job_id).await.unwrap().unwrap();
     assert_eq!(job.state, JobState::Completed);
     assert_eq!(job.result.as_deref(), Some("done"));
+    assert_eq!(store.open_job_counts().await.unwrap(), (0, 0));
 }
 
 #[tokio::test]
