@@ -24,6 +24,10 @@ use std::time::Duration;
 pub const MAX_TERMINALS: usize = 8;
 /// Typed input held for a shell that is not reading; past it the socket is not read.
 const MAX_PENDING_INPUT: usize = 64 * 1024;
+/// The largest WebSocket message (and frame) a page may send.
+const MAX_MESSAGE: usize = 64 * 1024;
+/// How long the page may take to accept output before the session is ended.
+const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often an open terminal checks that its sign-in still holds.
 const SESSION_CHECK: Duration = Duration::from_secs(10);
 /// The largest size a page may ask for.
@@ -131,10 +135,13 @@ pub(crate) async fn socket(
         Ok(term) => term,
         Err(err) => return crate::pages::failure(&err),
     };
-    upgrade.on_upgrade(move |socket| async move {
-        relay(d, session, term, socket).await;
-        drop(slot);
-    })
+    upgrade
+        .max_message_size(MAX_MESSAGE)
+        .max_frame_size(MAX_MESSAGE)
+        .on_upgrade(move |socket| async move {
+            relay(d, session, term, socket).await;
+            drop(slot);
+        })
 }
 
 /// One of the [`MAX_TERMINALS`], given back when dropped.
@@ -167,18 +174,26 @@ async fn relay(d: Dash, session: Session, term: TerminalSession, mut socket: Web
         let (front, _) = pending.as_slices();
         tokio::select! {
             read = term.read(&mut buf) => match read {
-                Ok(1..) => {
-                    let n = read.unwrap_or(0);
+                Ok(0) => break "the shell exited",
+                Ok(n) => {
                     let out = Message::Binary(buf[..n].to_vec().into());
-                    if socket.send(out).await.is_err() {
-                        break "the page closed";
+                    match tokio::time::timeout(SEND_TIMEOUT, socket.send(out)).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(_)) => break "the page closed",
+                        Err(_) => break "the page stopped reading",
                     }
                 }
-                Ok(0) | Err(_) => break "the shell exited",
+                Err(err) => {
+                    tracing::debug!(%err, "cannot read a terminal");
+                    break "the shell exited";
+                }
             },
             wrote = term.write(front), if !front.is_empty() => match wrote {
                 Ok(n) => drop(pending.drain(..n)),
-                Err(_) => break "the shell exited",
+                Err(err) => {
+                    tracing::debug!(%err, "cannot write to a terminal");
+                    break "the shell exited";
+                }
             },
             msg = socket.recv(), if pending.len() < MAX_PENDING_INPUT => match msg {
                 Some(Ok(Message::Binary(data))) => pending.extend(data.iter()),
@@ -191,7 +206,10 @@ async fn relay(d: Dash, session: Session, term: TerminalSession, mut socket: Web
                     break "the sign-in ended";
                 }
             }
-            _ = stopping.changed() => break "the daemon stopped",
+            // (Also when the stop began before this session: `changed` would miss it.)
+            _ = async { stopping.wait_for(|stop| *stop).await.is_ok() } => {
+                break "the daemon stopped";
+            }
         }
     };
     let code = match term.close(why).await {

@@ -62,6 +62,13 @@ impl Runtime {
         }
         let agent = self.agent(name).await?;
         let sandbox = crate::worker::agent_sandbox(self, &agent);
+        if sandbox.policy().backend == reef_sandbox::SandboxBackend::Plain {
+            return Err(RuntimeError::Denied(
+                "the sandbox backend is `none` here, so the terminal would be a shell on the \
+                 host as reef's user; it is offered only inside the kernel sandbox"
+                    .into(),
+            ));
+        }
         let req = shell_request(&agent.name, agent.workspace.clone().into());
         let program = req.program.clone();
         let term = sandbox
@@ -116,6 +123,10 @@ fn shell_request(agent: &str, workspace: std::path::PathBuf) -> ExecRequest {
     );
     req.env.push(("TERM".into(), "xterm-256color".into()));
     req.env.push(("PS1".into(), prompt));
+    // HOME is the workspace, which the agent writes: the operator's history must not land
+    // there, and key bindings planted there must not rewrite what the operator types.
+    req.env.push(("HISTFILE".into(), "/dev/null".into()));
+    req.env.push(("INPUTRC".into(), "/dev/null".into()));
     req
 }
 
@@ -195,9 +206,9 @@ impl TerminalSession {
             "exit_code": status.and_then(|s| s.code()),
             "signal": status.and_then(|s| s.signal()),
             "seconds": self.started.elapsed().as_secs(),
-            "typed": String::from_utf8_lossy(&record.typed),
+            "typed": plain_text(&record.typed),
             "typed_bytes": record.typed_bytes,
-            "shown_tail": String::from_utf8_lossy(&shown),
+            "shown_tail": plain_text(&shown),
             "shown_bytes": record.shown_bytes,
         })
     }
@@ -219,5 +230,64 @@ impl Drop for TerminalSession {
                 }
             });
         }
+    }
+}
+
+/// Terminal bytes as plain text for the record: escape sequences (colours, cursor moves,
+/// titles, arrow keys) dropped, a carriage return read as a line end, other control
+/// characters dropped, so the record stays readable and no larger than what was kept.
+pub(crate) fn plain_text(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                // CSI: parameters up to a final byte in @..~.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // OSC (a title, a link): up to BEL or ESC \.
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                            break;
+                        }
+                    }
+                }
+                // A two-character sequence (ESC O A for an arrow key, ESC = …).
+                Some('O') => {
+                    chars.next();
+                }
+                _ => {}
+            },
+            '\r' => {
+                if chars.peek() != Some(&'\n') {
+                    out.push('\n');
+                }
+            }
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_text;
+
+    #[test]
+    fn the_record_keeps_text_and_drops_escape_sequences() {
+        let shown = b"\x1b]0;ada@sandbox\x07\x1b[01;32mada@sandbox\x1b[00m:~$ ls\r\nnotes.txt\r\n\x1b[?2004l";
+        assert_eq!(plain_text(shown), "ada@sandbox:~$ ls\nnotes.txt\n");
+        // Typed keys: Enter is a carriage return, an arrow key an escape sequence.
+        assert_eq!(plain_text(b"ls\x1bOA\x1b[B -l\r"), "ls -l\n");
+        assert_eq!(plain_text("héllo\tworld".as_bytes()), "héllo\tworld");
     }
 }

@@ -162,9 +162,12 @@ impl Terminal {
         self.child.id()
     }
 
-    /// Waits for it to exit.
+    /// Waits for it to exit, then kills what is left of its group at once (rather than when
+    /// dropped, by which time the group's id could have been reused).
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
-        self.child.wait().await
+        let status = self.child.wait().await?;
+        self.guard.kill_now();
+        Ok(status)
     }
 
     /// Its exit status, if it has exited.

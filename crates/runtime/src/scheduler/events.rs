@@ -148,9 +148,13 @@ impl Listener {
             let Trigger::Event { event: kind, .. } = &record.spec.trigger else {
                 continue;
             };
-            // An agent's routine sees only its own and its children's events.
+            // An agent's routine sees only its own and its children's events, and never the
+            // operator's terminal sessions (what was typed in its sandbox is not its to read).
             if let (Some(owner), reef_store::RoutineSource::Agent) = (&record.owner, record.source)
             {
+                if event.kind.starts_with("terminal.") {
+                    continue;
+                }
                 let agents = match scope {
                     Some(agents) => agents,
                     None => scope.insert(rt.store().list_agents().await?),

@@ -182,21 +182,28 @@ pub(crate) fn seccomp(network: NetworkMode) -> Result<(), String> {
         })
         .collect::<Result<Vec<_>, String>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
-    // Pushing characters into a terminal's input, or the console's special commands: the
-    // command has no terminal of its own, and must never type into someone else's.
-    let ioctl_rules = [libc::TIOCSTI, libc::TIOCLINUX]
-        .iter()
-        .map(|request| {
-            let arg = SeccompCondition::new(
-                1,
-                SeccompCmpArgLen::Dword,
-                SeccompCmpOp::Eq,
-                u64::from(*request as u32),
-            )
-            .map_err(err)?;
-            SeccompRule::new(vec![arg]).map_err(err)
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    // Pushing characters into a terminal's input, the console's special commands, redirecting
+    // the console, and switching a terminal's line discipline (which loads kernel code that is
+    // rarely used and often buggy): a command must never type into someone else's terminal,
+    // and one given a terminal of its own (an operator's shell) may only use it as one.
+    let ioctl_rules = [
+        libc::TIOCSTI,
+        libc::TIOCLINUX,
+        libc::TIOCCONS,
+        libc::TIOCSETD,
+    ]
+    .iter()
+    .map(|request| {
+        let arg = SeccompCondition::new(
+            1,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            u64::from(*request as u32),
+        )
+        .map_err(err)?;
+        SeccompRule::new(vec![arg]).map_err(err)
+    })
+    .collect::<Result<Vec<_>, String>>()?;
     rules.insert(libc::SYS_ioctl, ioctl_rules);
     match network {
         NetworkMode::Full => {}

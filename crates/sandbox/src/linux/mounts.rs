@@ -18,7 +18,8 @@ const SYSTEM_DIRS: &[&str] = &[
 ];
 
 /// Devices bound from the host into the sandbox's `/dev`.
-/// No `tty`: the command has no controlling terminal and must not reach reef's.
+/// No `tty`: a command has no controlling terminal but a pseudo-terminal reef hands it (an
+/// operator's shell, see `Sandbox::terminal`), and must never reach reef's own.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
 
 /// Parts of `/proc` that configure the host kernel: read-only inside. Root-owned, they would

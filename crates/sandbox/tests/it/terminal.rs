@@ -5,6 +5,17 @@ use crate::support::{confined_policy, processes_with, wait_none_with};
 use reef_sandbox::{ExecRequest, Sandbox, SandboxPolicy, TermSize, Terminal};
 use std::time::Duration;
 
+/// Tries to switch the terminal's line discipline (to N_HDLC) and to make it the console.
+const IOCTLS: &str = r#"
+import errno, fcntl, struct
+for name, request in (("setd", 0x5423), ("cons", 0x541D)):
+    try:
+        fcntl.ioctl(0, request, struct.pack("i", 13))
+        print(name + "=" + "allowed")
+    except OSError as e:
+        print(name + "=" + errno.errorcode[e.errno])
+"#;
+
 fn shell(dir: &std::path::Path) -> ExecRequest {
     let mut req = ExecRequest::new(
         "/bin/sh",
@@ -46,6 +57,7 @@ async fn a_shell_on_a_terminal(policy: SandboxPolicy) {
         hidden: vec![outside.path().to_path_buf()],
         ..policy
     };
+    std::fs::write(dir.path().join("ioctls.py"), IOCTLS).unwrap();
     let sandbox = Sandbox::new(policy);
     let mut term = sandbox
         .terminal(shell(dir.path()), TermSize::new(80, 24))
@@ -81,6 +93,11 @@ async fn a_shell_on_a_terminal(policy: SandboxPolicy) {
     read_until(&term, &mut seen, "read=1").await;
     assert!(!seen.contains("s3cret"), "{seen}");
     assert!(wait_some_with("300.125").await, "{seen}");
+    // Its terminal is only a terminal: no other line discipline, no console redirection.
+    term.write_all(b"python3 ioctls.py\n").await.unwrap();
+    read_until(&term, &mut seen, "cons=").await;
+    assert!(seen.contains("setd=EPERM"), "{seen}");
+    read_until(&term, &mut seen, "cons=EPERM").await;
     term.write_all(b"exit 3\n").await.unwrap();
     read_to_end(&term, &mut seen).await;
     let status = term.wait().await.unwrap();
@@ -100,6 +117,7 @@ async fn a_plain_shell_has_a_terminal_too() {
         ..SandboxPolicy::default()
     };
     let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ioctls.py"), IOCTLS).unwrap();
     let sandbox = Sandbox::new(policy);
     let mut term = sandbox
         .terminal(shell(dir.path()), TermSize::new(80, 24))
