@@ -100,6 +100,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                     "reef-config",
                     "reef-agent",
                     "reef-store",
+                    "reef-sandbox",
                     "reef-security",
                     "reef-llm",
                     "reef-schedule",
@@ -111,7 +112,15 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
         ),
         (
             "reef-dashboard",
-            Some(&["reef-core", "reef-runtime", "reef-store", "reef-workspace"][..]),
+            Some(
+                &[
+                    "reef-core",
+                    "reef-config",
+                    "reef-runtime",
+                    "reef-store",
+                    "reef-workspace",
+                ][..],
+            ),
         ),
         (
             "reef-server",
