@@ -62,19 +62,13 @@ impl Runtime {
         }
         let agent = self.agent(name).await?;
         let sandbox = crate::worker::agent_sandbox(self, &agent);
-        if sandbox.policy().backend == reef_sandbox::SandboxBackend::Plain {
-            return Err(RuntimeError::Denied(
-                "the sandbox backend is `none` here, so the terminal would be a shell on the \
-                 host as reef's user; it is offered only inside the kernel sandbox"
-                    .into(),
-            ));
-        }
         let req = shell_request(&agent.name, agent.workspace.clone().into());
         let program = req.program.clone();
-        let term = sandbox
-            .terminal(req, size)
-            .await
-            .map_err(|e| RuntimeError::Setup(format!("cannot start the terminal: {e}")))?;
+        let term = sandbox.terminal(req, size).await.map_err(|e| match e {
+            // The `none` backend: a policy answer, not a fault.
+            reef_sandbox::SandboxError::Unsupported(why) => RuntimeError::Denied(why),
+            e => RuntimeError::Setup(format!("cannot start the terminal: {e}")),
+        })?;
         let id = format!("term_{}", uuid::Uuid::now_v7().simple());
         self.record_event(
             "terminal.opened",

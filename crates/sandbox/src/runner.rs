@@ -168,8 +168,9 @@ impl Sandbox {
         self.command_for(req, false)
     }
 
-    /// The command for `req`; with `terminal`, its stdin will be a pseudo-terminal that
-    /// becomes the controlling terminal of its session (the caller sets the stdio).
+    /// The command for `req`; with `terminal`, its stdin will be a pseudo-terminal that the
+    /// helper's command takes as the controlling terminal of its own session (the caller sets
+    /// the stdio; only the landlock backend offers terminals).
     pub(crate) fn command_for(
         &self,
         req: &ExecRequest,
@@ -258,10 +259,6 @@ impl Sandbox {
         // A session of its own: its own process group (killed as one), and no controlling
         // terminal through which it could reach reef's.
         crate::linux::new_session(&mut cmd);
-        // The helper's command takes the terminal itself, inside the sandbox's own session.
-        if terminal && self.policy.backend == SandboxBackend::Plain {
-            crate::linux::controlling_terminal(&mut cmd);
-        }
         Ok(cmd)
     }
 }

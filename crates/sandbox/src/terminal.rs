@@ -4,6 +4,7 @@
 
 use crate::error::SandboxError;
 use crate::group::GroupGuard;
+use crate::policy::SandboxBackend;
 use crate::request::ExecRequest;
 use crate::runner::{Sandbox, check_start_dir};
 use rustix::fs::{Mode, OFlags};
@@ -47,13 +48,22 @@ pub struct Terminal {
 impl Sandbox {
     /// Starts `req` on a new pseudo-terminal of `size`, as the leader of its own session with
     /// that terminal as its controlling terminal (so a shell has job control and programs see
-    /// a tty). `req.timeout` and `req.stdin` do not apply; set `TERM` in `req.env`.
+    /// a tty). `req.timeout` and `req.stdin` do not apply; set `TERM` in `req.env`. Refused
+    /// on the `none` backend ([`SandboxError::Unsupported`]).
     pub async fn terminal(
         &self,
         req: ExecRequest,
         size: TermSize,
     ) -> Result<Terminal, SandboxError> {
         check_start_dir(&req).await?;
+        // Unconfined, a terminal would be a shell on the host as reef's user.
+        if self.policy().backend == SandboxBackend::Plain {
+            return Err(SandboxError::Unsupported(
+                "a terminal is offered only inside the kernel sandbox (the landlock backend); \
+                 with `none` it would be a shell on the host"
+                    .into(),
+            ));
+        }
         let io_error = |source: io::Error| SandboxError::Io {
             program: req.program.clone(),
             source,

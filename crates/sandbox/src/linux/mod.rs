@@ -11,7 +11,7 @@ mod relay;
 pub(crate) mod spec;
 mod sys;
 
-pub(crate) use sys::{async_fd, controlling_terminal, landlock_abi, new_session};
+pub(crate) use sys::{async_fd, landlock_abi, new_session};
 
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::prctl;

@@ -28,20 +28,6 @@ pub(crate) fn new_session(cmd: &mut tokio::process::Command) {
     }
 }
 
-/// Makes the terminal on the child's stdin its controlling terminal, after the setsid of
-/// [`new_session`] (register this after it): for a shell the plain backend starts on a
-/// pseudo-terminal.
-pub(crate) fn controlling_terminal(cmd: &mut tokio::process::Command) {
-    // SAFETY: the closure runs in the child between fork and exec and makes one ioctl on fd 0,
-    // which is open (the child's stdin); it allocates nothing.
-    unsafe {
-        cmd.pre_exec(|| {
-            let stdin = std::os::fd::BorrowedFd::borrow_raw(0);
-            rustix::process::ioctl_tiocsctty(stdin).map_err(std::io::Error::from)
-        });
-    }
-}
-
 /// In the helper's forked command: a session of its own whose controlling terminal is its
 /// stdin (a pseudo-terminal), so an interactive shell has job control.
 pub(crate) fn take_terminal() -> Result<(), String> {

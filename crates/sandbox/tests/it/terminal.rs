@@ -27,6 +27,18 @@ fn shell(dir: &std::path::Path) -> ExecRequest {
     req
 }
 
+/// A shell on an 80×24 terminal of a sandbox made from `policy` (the `Sandbox` value itself
+/// is dropped at once), once it shows its prompt; with what it showed so far.
+async fn at_prompt(policy: SandboxPolicy, dir: &std::path::Path) -> (Terminal, String) {
+    let term = Sandbox::new(policy)
+        .terminal(shell(dir), TermSize::new(80, 24))
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    read_until(&term, &mut seen, "reef$ ").await;
+    (term, seen)
+}
+
 /// Reads until `needle` appears in what the terminal showed (or it ends); returns all of it.
 async fn read_until(term: &Terminal, seen: &mut String, needle: &str) {
     let mut buf = [0u8; 4096];
@@ -49,22 +61,17 @@ async fn read_to_end(term: &Terminal, seen: &mut String) {
     }
 }
 
-async fn a_shell_on_a_terminal(policy: SandboxPolicy) {
+#[tokio::test]
+async fn a_confined_shell_has_a_terminal_job_control_and_its_size() {
     let dir = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret"), "s3cret").unwrap();
     let policy = SandboxPolicy {
         hidden: vec![outside.path().to_path_buf()],
-        ..policy
+        ..confined_policy()
     };
     std::fs::write(dir.path().join("ioctls.py"), IOCTLS).unwrap();
-    let sandbox = Sandbox::new(policy);
-    let mut term = sandbox
-        .terminal(shell(dir.path()), TermSize::new(80, 24))
-        .await
-        .unwrap();
-    let mut seen = String::new();
-    read_until(&term, &mut seen, "reef$ ").await;
+    let (mut term, mut seen) = at_prompt(policy, dir.path()).await;
     // A tty on every side, the size it was given, and job control (the shell's `$-` holds
     // `m` only when it could take the terminal for its session).
     // (Each answer is computed, so the echoed command line never matches it.)
@@ -106,44 +113,24 @@ async fn a_shell_on_a_terminal(policy: SandboxPolicy) {
 }
 
 #[tokio::test]
-async fn a_confined_shell_has_a_terminal_job_control_and_its_size() {
-    a_shell_on_a_terminal(confined_policy()).await;
-}
-
-#[tokio::test]
-async fn a_plain_shell_has_a_terminal_too() {
-    let policy = SandboxPolicy {
-        kill_grace: Duration::from_millis(200),
-        ..SandboxPolicy::default()
-    };
+async fn the_none_backend_offers_no_terminal() {
+    // Unconfined, it would be a shell on the host: refused, and nothing is started.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("ioctls.py"), IOCTLS).unwrap();
-    let sandbox = Sandbox::new(policy);
-    let mut term = sandbox
+    let err = Sandbox::new(SandboxPolicy::default())
         .terminal(shell(dir.path()), TermSize::new(80, 24))
         .await
-        .unwrap();
-    let mut seen = String::new();
-    read_until(&term, &mut seen, "reef$ ").await;
-    term.write_all(b"case $- in *m*) echo JOBS-$((2+2));; esac; stty size; exit\n")
-        .await
-        .unwrap();
-    read_to_end(&term, &mut seen).await;
-    assert!(seen.contains("JOBS-4"), "{seen}");
-    assert!(seen.contains("24 80"), "{seen}");
-    assert!(term.wait().await.unwrap().success());
+        .unwrap_err();
+    assert!(
+        matches!(err, reef_sandbox::SandboxError::Unsupported(_)),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("shell on the host"), "{err}");
 }
 
 #[tokio::test]
 async fn dropping_a_terminal_kills_what_runs_in_it() {
     let dir = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::new(confined_policy());
-    let term = sandbox
-        .terminal(shell(dir.path()), TermSize::new(80, 24))
-        .await
-        .unwrap();
-    let mut seen = String::new();
-    read_until(&term, &mut seen, "reef$ ").await;
+    let (term, seen) = at_prompt(confined_policy(), dir.path()).await;
     term.write_all(b"sleep 301.125\n").await.unwrap();
     assert!(wait_some_with("301.125").await, "{seen}");
     drop(term);
@@ -165,11 +152,6 @@ async fn wait_some_with(marker: &str) -> bool {
 async fn a_terminal_keeps_its_session_after_the_sandbox_value_is_dropped() {
     // The helper joins the session's cgroups after it starts; they must still exist then.
     let dir = tempfile::tempdir().unwrap();
-    let term = Sandbox::new(confined_policy())
-        .terminal(shell(dir.path()), TermSize::new(80, 24))
-        .await
-        .unwrap();
-    let mut seen = String::new();
-    read_until(&term, &mut seen, "reef$ ").await;
+    let (_term, seen) = at_prompt(confined_policy(), dir.path()).await;
     assert!(!seen.contains("reef-sandbox:"), "{seen}");
 }
