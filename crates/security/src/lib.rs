@@ -1,11 +1,12 @@
 //! reef-security: pure security policy for reef (no I/O): SSRF rules for outbound requests,
 //! the command rules that decide which shell commands wait for the operator's approval, and
 //! secret fingerprints that recognise a secret's value without keeping it, and webhook
-//! signatures (GitHub's and reef's HMAC-SHA256).
+//! signatures (GitHub's and reef's HMAC-SHA256), and the audit log's keyed hash chain.
 //!
 //! Callers classify addresses with [`classify_ip`] and ask an [`SsrfPolicy`] whether a URL
 //! (before resolution) and its resolved addresses (before connecting) may be used.
 
+pub mod audit;
 mod commands;
 mod fingerprint;
 mod ip;
