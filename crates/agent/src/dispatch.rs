@@ -20,13 +20,37 @@ pub(crate) async fn run_calls(
     skipped: &HashMap<String, String>,
     emitter: &Emitter,
 ) -> Vec<Message> {
+    // Every call is in the audit log before anything of the round runs; one that cannot be
+    // recorded does not run.
+    let mut unrecorded = HashMap::new();
+    for call in calls {
+        let recorded = session
+            .store
+            .audit_tool_call(
+                &session.opts.agent,
+                session.id.as_str(),
+                call.id.as_str(),
+                &call.name,
+                &call.arguments,
+            )
+            .await;
+        if let Err(err) = recorded {
+            unrecorded.insert(
+                call.id.as_str().to_owned(),
+                format!("the call could not be recorded in the audit log ({err}); it did not run"),
+            );
+        }
+    }
     let futures = calls.iter().map(|call| {
         emitter.emit(EventMsg::ToolCallBegin {
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
         });
-        let skip = skipped.get(call.id.as_str()).cloned();
+        let skip = skipped
+            .get(call.id.as_str())
+            .or_else(|| unrecorded.get(call.id.as_str()))
+            .cloned();
         async move {
             match skip {
                 Some(error) => (ToolOutput::error(error), None),

@@ -75,7 +75,7 @@ pub fn policy_from_config(config: &Config, helper: Option<HelperCommand>) -> San
 
 /// What tools never see, besides the system secrets the sandbox always hides: the user's
 /// credential directories, reef's home (an agent's own workspace inside it stays visible),
-/// the store with its journal files wherever it lives, and every secret file.
+/// the store with its journal files and audit key wherever it lives, and every secret file.
 fn hidden_paths(config: &Config) -> Vec<PathBuf> {
     let mut hidden = config
         .user_home
@@ -88,6 +88,8 @@ fn hidden_paths(config: &Config) -> Vec<PathBuf> {
         path.push(suffix);
         hidden.push(path.into());
     }
+    // The audit log's key: with it, the log could be rewritten to match.
+    hidden.push(reef_store::audit_key_path(&config.store_path));
     hidden.extend(config.secrets.iter().filter_map(|s| match &s.source {
         reef_core::SecretSource::File(path) => Some(path.clone()),
         reef_core::SecretSource::Env(_) => None,

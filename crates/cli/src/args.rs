@@ -105,6 +105,11 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::mcp_args::McpCommand,
     },
+    /// The audit log: query it, verify its hash chain, prune old records.
+    Audit {
+        #[command(subcommand)]
+        command: crate::audit_args::AuditCommand,
+    },
     /// Long-term memory: add, search, list, forget, import a folder of notes.
     Memory {
         #[command(subcommand)]
@@ -547,7 +552,7 @@ pub struct CostArgs {
     pub json: bool,
 }
 
-fn period_arg(text: &str) -> Result<Duration, String> {
+pub(crate) fn period_arg(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())

@@ -6,6 +6,7 @@
 )]
 
 mod args;
+mod audit_args;
 mod cmd;
 mod daemon_args;
 mod exit;

@@ -122,6 +122,9 @@ pub struct Config {
     pub mcp: crate::mcp::McpConfig,
     /// Config files that were found and read, lowest precedence first.
     pub files: Vec<PathBuf>,
+    /// The SHA-256 (hex) of the merged settings from every layer (files, environment, `-c`),
+    /// for the audit log: two loads with the same digest configured the same thing.
+    pub digest: String,
     entries: Vec<ConfigEntry>,
 }
 
@@ -324,6 +327,7 @@ impl Config {
             skills,
             mcp,
             files: merged.files,
+            digest: digest(&merged.table),
             entries: Vec::new(),
         };
         config.entries = entries(&merged.table, &merged.origins, &config, &opts.env);
@@ -661,4 +665,15 @@ fn display_value(value: &toml::Value) -> String {
         toml::Value::String(s) => format!("\"{s}\""),
         other => other.to_string(),
     }
+}
+
+/// The SHA-256 of `table` in TOML (keys sorted, so equal settings give equal digests).
+fn digest(table: &toml::Table) -> String {
+    use sha2::{Digest, Sha256};
+    // A table read from TOML always serializes; the debug form stands in if it ever did not.
+    let text = toml::to_string(table).unwrap_or_else(|_| format!("{table:?}"));
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

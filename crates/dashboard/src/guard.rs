@@ -101,8 +101,16 @@ pub(crate) async fn signed_in(State(d): State<Dash>, mut req: Request, next: Nex
         }
     }
     req.extensions_mut().insert::<Session>(session);
-    next.run(req).await
+    let mut response = next.run(req).await;
+    response.extensions_mut().insert(Authenticated("dashboard"));
+    response
 }
+
+/// Put on a response by whatever authenticated its request (a dashboard session, a sign-in,
+/// the API's bearer token), naming how: the audit log records only such requests, so nobody
+/// unauthenticated can write to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Authenticated(pub &'static str);
 
 /// Security headers on every answer; pages are never cached.
 pub(crate) async fn headers(req: Request, next: Next) -> Response {

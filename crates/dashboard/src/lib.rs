@@ -20,7 +20,7 @@ mod view;
 
 pub use assets::all as assets;
 pub use auth::{LINK_LIFETIME, Logins, Refusal, SESSION_LIFETIME, Session};
-pub use guard::{CSP, CSRF_HEADER, Own};
+pub use guard::{Authenticated, CSP, CSRF_HEADER, Own};
 
 use axum::Router;
 use axum::middleware::{from_fn, from_fn_with_state};

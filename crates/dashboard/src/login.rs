@@ -111,7 +111,7 @@ pub(crate) async fn sign_out(
 }
 
 fn signed_in(d: &Dash, session: &Session, headers: &HeaderMap) -> Response {
-    (
+    let mut response = (
         StatusCode::SEE_OTHER,
         [
             (
@@ -121,7 +121,11 @@ fn signed_in(d: &Dash, session: &Session, headers: &HeaderMap) -> Response {
             (header::LOCATION, "/".to_owned()),
         ],
     )
-        .into_response()
+        .into_response();
+    response
+        .extensions_mut()
+        .insert(crate::guard::Authenticated("dashboard sign-in"));
+    response
 }
 
 fn login_page(status: StatusCode, message: Option<String>) -> Response {

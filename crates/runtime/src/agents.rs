@@ -37,6 +37,19 @@ pub const ROOM_AGENTS: &str = "#agents";
 pub const ROOM_CONTROL: &str = "#control";
 
 impl Runtime {
+    /// Records in the audit log that `agent` was refused a right (`cap.denied`). The refusal
+    /// stands whether or not the record can be written; a failed write is logged.
+    pub(crate) async fn audit_denial(&self, agent: &AgentRecord, data: serde_json::Value) {
+        if let Err(err) = self
+            .inner
+            .store
+            .append_audit("cap.denied", Some(agent.id.as_str()), data)
+            .await
+        {
+            tracing::warn!(agent = %agent.name, error = %err, "cannot record a denial in the audit log");
+        }
+    }
+
     /// Creates an agent from a template and starts it. With a `parent`, the parent must hold
     /// the spawn capability, and the child's capabilities and budget are clamped to the
     /// parent's. Spawning the same name again for the same parent returns the existing
@@ -84,10 +97,17 @@ impl Runtime {
         let mut clamped = Vec::new();
         if let Some(parent) = parent {
             if !parent.capabilities.spawn {
-                return Err(RuntimeError::Denied(format!(
+                let why = format!(
                     "agent `{}` may not spawn agents (its template does not grant spawn)",
                     parent.name
-                )));
+                );
+                self.audit_denial(
+                    parent,
+                    serde_json::json!({"right": "spawn", "template": req.template,
+                                       "name": req.name, "reason": why}),
+                )
+                .await;
+                return Err(RuntimeError::Denied(why));
             }
             if let Err(why) = capabilities.within(&parent.capabilities) {
                 clamped.push(why);

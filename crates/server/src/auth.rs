@@ -78,7 +78,11 @@ pub async fn require_token(
         .map(str::trim);
     match given {
         Some(given) if constant_time_eq(given.as_bytes(), token.0.as_bytes()) => {
-            Ok(next.run(request).await)
+            let mut response = next.run(request).await;
+            response
+                .extensions_mut()
+                .insert(reef_dashboard::Authenticated("api token"));
+            Ok(response)
         }
         Some(_) => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,

@@ -4,6 +4,7 @@
 //! on every route,
 //! and an OpenAPI document generated from the same route table as the router.
 
+mod audit;
 mod auth;
 mod channels;
 mod debug;
@@ -40,7 +41,8 @@ pub struct AppState {
     pub(crate) addr: std::net::SocketAddr,
 }
 
-/// The router: every API route and `/mcp` behind the bearer token `token`, and the webhooks.
+/// The router: every API route and `/mcp` behind the bearer token `token`, and the webhooks;
+/// every request that may change something is recorded in the audit log.
 /// `addr` is where the daemon listens: `/mcp` answers only requests addressed to it.
 pub fn router(runtime: Runtime, token: &str, addr: std::net::SocketAddr) -> Router {
     let logins = Arc::new(reef_dashboard::Logins::new(token));
@@ -57,6 +59,7 @@ pub fn router(runtime: Runtime, token: &str, addr: std::net::SocketAddr) -> Rout
     } else {
         (metrics, Router::new())
     };
+    let audited = runtime.clone();
     router
         .merge(mcp::router(runtime.clone(), &own))
         .merge(behind_token)
@@ -77,6 +80,7 @@ pub fn router(runtime: Runtime, token: &str, addr: std::net::SocketAddr) -> Rout
             addr,
         })
         .merge(dashboard)
+        .layer(axum::middleware::from_fn_with_state(audited, audit::record))
 }
 
 /// The daemon's own names (its address, and the loopback names when it listens on loopback

@@ -33,6 +33,9 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The audit log's key could not be read or made; the message says what to fix.
+    #[error(transparent)]
+    AuditKey(#[from] crate::audit_key::KeyError),
     /// The schema could not be brought to the latest version.
     #[error(
         "cannot migrate the store at {}: {source}; if it was written by a newer reef, upgrade reef, otherwise restore a backup",

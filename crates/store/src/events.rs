@@ -1,5 +1,6 @@
 //! The event history of the bus: append-only rows with a global sequence number, queried by
-//! position and agent, and pruned to a bounded length.
+//! position and agent, and pruned to a bounded length. Events the operator must account for
+//! are also written to the audit log in the same transaction (`audit.rs`).
 
 use crate::error::StoreError;
 use crate::store::{Store, from_sql_int, to_sql_int};
@@ -67,7 +68,24 @@ pub(crate) fn insert_event(
         data.to_string(),
         now
     ])?;
-    from_sql_int(conn.last_insert_rowid(), "event seq")
+    let seq = from_sql_int(conn.last_insert_rowid(), "event seq")?;
+    if let Some(kept) = crate::audit::audit_view(kind, data) {
+        let name = match agent {
+            // A destroyed agent's row is gone: its event names it.
+            Some(id) => Some(
+                crate::audit::agent_name(conn, id.as_str())?.unwrap_or_else(|| {
+                    data.get("name")
+                        .and_then(serde_json::Value::as_str)
+                        .filter(|_| kind.starts_with("agent."))
+                        .unwrap_or(id.as_str())
+                        .to_owned()
+                }),
+            ),
+            None => None,
+        };
+        crate::audit::insert_audit(conn, now, kind, name.as_deref(), &kept)?;
+    }
+    Ok(seq)
 }
 
 impl Store {
@@ -82,7 +100,12 @@ impl Store {
         let agent = agent.cloned();
         self.run(move |db| {
             let now = db.clock.now();
-            let seq = insert_event(&db.conn, &now, &kind, agent.as_ref(), &data)?;
+            // An event that is also an audit record is written with it or not at all.
+            let tx = db
+                .conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let seq = insert_event(&tx, &now, &kind, agent.as_ref(), &data)?;
+            tx.commit()?;
             Ok(StoredEvent {
                 seq,
                 kind,

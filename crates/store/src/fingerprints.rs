@@ -6,6 +6,32 @@ use reef_core::SecretFingerprint;
 use rusqlite::params;
 
 impl Store {
+    /// Records that `used.tool` is about to use secrets: new fingerprints, and a `secret.used`
+    /// audit record with the names (never a value), in one transaction.
+    pub async fn record_secret_use(
+        &self,
+        used: SecretUse<'_>,
+        fingerprints: &[SecretFingerprint],
+    ) -> Result<(), StoreError> {
+        let agent = used.agent.to_owned();
+        let data = serde_json::json!({"names": used.names, "tool": used.tool, "to": used.to});
+        let fingerprints = fingerprints.to_vec();
+        let audit = !used.names.is_empty();
+        self.run(move |db| {
+            let now = db.clock.now();
+            let tx = db
+                .conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            insert_fingerprints(&tx, &now, &agent, &fingerprints)?;
+            if audit {
+                crate::audit::insert_audit(&tx, &now, "secret.used", Some(&agent), &data)?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Remembers `fingerprints` for `agent` (one already known, by its salted hash, is kept).
     pub async fn add_secret_fingerprints(
         &self,
@@ -17,22 +43,7 @@ impl Store {
         self.run(move |db| {
             let tx = db.conn.transaction()?;
             let now = db.clock.now();
-            for f in &fingerprints {
-                tx.prepare_cached(
-                    "INSERT OR IGNORE INTO secret_fingerprints
-                       (agent, name, len, probe, salt, hash, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )?
-                .execute(params![
-                    agent,
-                    f.name,
-                    to_sql_int(f.len as u64),
-                    i64::from(f.probe),
-                    f.salt,
-                    f.hash,
-                    now,
-                ])?;
-            }
+            insert_fingerprints(&tx, &now, &agent, &fingerprints)?;
             tx.commit()?;
             Ok(())
         })
@@ -77,4 +88,40 @@ impl Store {
         })
         .await
     }
+}
+
+/// A tool about to use secrets, for the audit log.
+#[derive(Clone, Copy, Debug)]
+pub struct SecretUse<'a> {
+    /// The agent's name.
+    pub agent: &'a str,
+    pub tool: &'a str,
+    pub names: &'a [String],
+    /// Where a request sends them (a host), when it is one.
+    pub to: Option<&'a str>,
+}
+
+fn insert_fingerprints(
+    tx: &rusqlite::Connection,
+    now: &str,
+    agent: &str,
+    fingerprints: &[SecretFingerprint],
+) -> Result<(), StoreError> {
+    for f in fingerprints {
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO secret_fingerprints
+               (agent, name, len, probe, salt, hash, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            agent,
+            f.name,
+            to_sql_int(f.len as u64),
+            i64::from(f.probe),
+            f.salt,
+            f.hash,
+            now,
+        ])?;
+    }
+    Ok(())
 }

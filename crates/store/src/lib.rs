@@ -1,11 +1,13 @@
 //! reef-store: reef's persistence: SQLite (WAL) with migrations for sessions (which can be
 //! forked), messages, context compactions, model usage, durable agents, their inboxes, the
-//! event history, routines with their fires and jobs, and long-term memory (chunked, keyword-searchable with BM25).
+//! event history, the hash-chained audit log, routines with their fires and jobs, and long-term memory (chunked, keyword-searchable with BM25).
 //!
 //! Open a [`Store`] with [`Store::open`]; every write is its own committed transaction, so a
 //! process killed mid-turn loses nothing already appended.
 
 mod agents;
+mod audit;
+mod audit_key;
 mod chunk;
 mod clock;
 mod codec;
@@ -33,11 +35,14 @@ mod usage;
 mod vectors;
 
 pub use agents::{AgentRecord, NewAgent};
+pub use audit::{AuditFilter, AuditRecord, AuditVerdict};
+pub use audit_key::{AUDIT_KEY_FILE, KeyError, audit_key_path};
 pub use chunk::chunks;
 pub use clock::{start_of_today, timestamp_ago, unix_now};
 pub use compactions::{CompactionRecord, NewCompaction};
 pub use error::StoreError;
 pub use events::{EventFilter, StoredEvent};
+pub use fingerprints::SecretUse;
 pub use fires::{ClaimGuard, Claimed, FireClaim, FireEffect, FireRecord};
 pub use inbox::{Delivery, InboxMessage, InboxStatus, Letter};
 pub use jobs::{JOB_STATES, JobEnd, JobKind, JobRecord, JobState, REPORT_ROOM};
@@ -52,6 +57,7 @@ pub use records::{
     CostRow, DailyCost, NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage,
     UsageRecord,
 };
+pub use reef_security::audit::ChainBreak;
 pub use rooms::RoomRecord;
 pub use routines::{NewRoutine, PutOutcome, RoutineRecord, RoutineSource};
 pub use store::Store;

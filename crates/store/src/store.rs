@@ -19,6 +19,8 @@ pub(crate) struct Db {
     pub(crate) clock: Clock,
     /// Memory vectors held in RAM for scanning; loaded on the first vector search.
     pub(crate) vectors: Option<crate::vectors::VectorIndex>,
+    /// The audit chain's key (`audit.key` beside the database).
+    pub(crate) audit_key: reef_security::audit::AuditKey,
 }
 
 /// A handle to reef's SQLite database. Cheap to clone; clones share one connection.
@@ -63,9 +65,20 @@ impl Store {
             path: path.to_path_buf(),
             source,
         };
+        let key_path = crate::audit_key::audit_key_path(path);
+        let (key, made) = crate::audit_key::load_or_create(&key_path)?;
         let conn = Connection::open(path).map_err(open_err)?;
         configure(&conn, true).map_err(open_err)?;
-        Self::finish(conn, Some(path.to_path_buf()))
+        let store = Self::finish(conn, Some(path.to_path_buf()), key)?;
+        // A new key for a log that has records would make every record look forged, and would
+        // let anyone who deletes the key start the chain afresh.
+        if made && store.has_audit_records()? {
+            if let Err(err) = std::fs::remove_file(&key_path) {
+                tracing::warn!(path = %key_path.display(), error = %err, "cannot remove a key just made");
+            }
+            return Err(crate::audit_key::KeyError::Missing { path: key_path }.into());
+        }
+        Ok(store)
     }
 
     /// A private database that lives as long as the store (for tests and dry runs).
@@ -76,21 +89,38 @@ impl Store {
         };
         let conn = Connection::open_in_memory().map_err(open_err)?;
         configure(&conn, false).map_err(open_err)?;
-        Self::finish(conn, None)
+        let key = crate::audit_key::ephemeral().map_err(|source| {
+            StoreError::AuditKey(crate::audit_key::KeyError::Io {
+                path: PathBuf::from("/dev/urandom"),
+                source,
+            })
+        })?;
+        Self::finish(conn, None, key)
     }
 
-    fn finish(mut conn: Connection, path: Option<PathBuf>) -> Result<Store, StoreError> {
+    fn finish(
+        mut conn: Connection,
+        path: Option<PathBuf>,
+        audit_key: reef_security::audit::AuditKey,
+    ) -> Result<Store, StoreError> {
         MIGRATIONS
             .to_latest(&mut conn)
             .map_err(|source| StoreError::Migration {
                 path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
                 source,
             })?;
+        crate::audit::install_link(&conn, audit_key.clone()).map_err(|source| {
+            StoreError::Open {
+                path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
+                source,
+            }
+        })?;
         Ok(Store {
             db: Arc::new(Mutex::new(Db {
                 conn,
                 clock: Clock::default(),
                 vectors: None,
+                audit_key,
             })),
             path: path.map(Arc::new),
         })
@@ -99,6 +129,17 @@ impl Store {
     /// The database file, or `None` for an in-memory store.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref().map(PathBuf::as_path)
+    }
+
+    /// Whether the audit log has records or a pruning checkpoint.
+    fn has_audit_records(&self) -> Result<bool, StoreError> {
+        let db = self.lock();
+        db.conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM audit) OR EXISTS (SELECT 1 FROM audit_checkpoint)",
+            )?
+            .query_row([], |r| r.get(0))
+            .map_err(|e| self.query_error(e))
     }
 
     /// The number of migrations applied to the database.

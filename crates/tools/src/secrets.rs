@@ -54,10 +54,18 @@ impl Secrets {
         Ok(())
     }
 
-    /// Writes the fingerprints of values first read since the last call to the store (when
-    /// one is attached). Called before a command that was given a secret starts, so that a
-    /// turn cut short (timeout, interrupt, a killed reef) cannot lose one.
-    pub async fn persist(&self) -> Result<(), ToolError> {
+    /// Records that `tool` is about to use the secrets `names` (sending them to `to`, when it
+    /// is a request): the fingerprints of values first read since the last call and a
+    /// `secret.used` audit record (names, never values), in one write to the store (when one
+    /// is attached). Called before a command that was given a secret starts, so that a turn
+    /// cut short (timeout, interrupt, a killed reef) cannot lose one; when the write fails the
+    /// command must not run.
+    pub async fn persist(
+        &self,
+        tool: &str,
+        names: &[String],
+        to: Option<&str>,
+    ) -> Result<(), ToolError> {
         let ledger = self
             .ledger
             .lock()
@@ -67,10 +75,16 @@ impl Secrets {
             return Ok(());
         };
         let fresh = self.take_fresh();
-        if fresh.is_empty() {
+        if fresh.is_empty() && names.is_empty() {
             return Ok(());
         }
-        if let Err(err) = store.add_secret_fingerprints(&agent, &fresh).await {
+        let used = reef_store::SecretUse {
+            agent: &agent,
+            tool,
+            names,
+            to,
+        };
+        if let Err(err) = store.record_secret_use(used, &fresh).await {
             // Not kept: try again with the next call, and do not run this one.
             self.fingerprints
                 .lock()

@@ -5,6 +5,7 @@ use reef_core::{EventMsg, Op, TurnOutcome};
 use reef_store::Store;
 use reef_test_support::{MockLlm, MockReply};
 use serde_json::json;
+use sha2::Digest as _;
 
 #[tokio::test]
 async fn a_hostile_tool_name_cannot_place_saved_output_outside_the_workspace() {
@@ -63,6 +64,31 @@ async fn read_a_large_file(workspace: &std::path::Path) -> (Option<String>, Stri
         _ => None,
     });
     let sent = mock.requests()[1].tool_results().last().cloned().unwrap();
+    // The call is in the audit log, with the hash of its arguments.
+    let arguments = events
+        .iter()
+        .find_map(|e| match &e.msg {
+            EventMsg::ToolCallBegin { arguments, .. } => Some(arguments.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let audited = store
+        .audit_records(reef_store::AuditFilter {
+            kind: Some("tool.call".into()),
+            limit: 10,
+            ..reef_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(audited.len(), 1);
+    assert_eq!(audited[0].agent.as_deref(), Some("main"));
+    assert_eq!(audited[0].data["name"], "read_file");
+    let digest: String = sha2::Sha256::digest(arguments.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(audited[0].data["arguments_sha256"], digest);
+    assert_eq!(audited[0].data["arguments_bytes"], arguments.len());
     (saved.expect("a tool call ended"), sent)
 }
 

@@ -3,6 +3,7 @@
 #[cfg(feature = "local")]
 mod agent_suite;
 mod agents;
+mod audit;
 mod bench;
 mod bench_agent;
 mod bench_dashboard;
@@ -66,6 +67,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         } => channels::status(&cli.overrides, flag.json).await,
         Command::Models { command } => models::models(&cli.overrides, command).await,
         Command::Memory { command } => memory::memory(&cli.overrides, command).await,
+        Command::Audit { command } => audit::audit(&cli.overrides, command).await,
         Command::Skills { command } => skills::skills(&cli.overrides, command).await,
         Command::Mcp { command } => mcp::mcp(&cli.overrides, command).await,
         Command::Trust(args) => trust::trust(args),

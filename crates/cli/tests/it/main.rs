@@ -1,6 +1,7 @@
 //! End-to-end tests of the `reef` binary against the scripted mock model server.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
+mod audit;
 mod browser;
 mod channels;
 mod commands;

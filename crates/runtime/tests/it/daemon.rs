@@ -379,6 +379,19 @@ async fn a_child_is_clamped_to_its_parent_and_a_spent_budget_stops_it_and_tells_
         .await
         .unwrap_err();
     assert!(denied.to_string().contains("may not spawn"), "{denied}");
+    let audited = rt
+        .store()
+        .audit_records(reef_store::AuditFilter {
+            kind: Some("cap.denied".into()),
+            limit: 10,
+            ..reef_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(audited.len(), 1, "{audited:?}");
+    assert_eq!(audited[0].agent.as_deref(), Some("nope"));
+    assert_eq!(audited[0].data["right"], "spawn");
+    assert_eq!(audited[0].data["name"], "grandchild");
 
     let mut small = boss.clone();
     small.budget.rounds = Some(3);

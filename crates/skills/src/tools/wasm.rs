@@ -199,7 +199,7 @@ impl SkillHttp {
             ));
         }
         let mut headers = Vec::with_capacity(req.headers.len());
-        let mut with_secret = false;
+        let mut used = Vec::new();
         for (name, value) in req.headers {
             // The host sets these itself: a module must not pick another virtual host or
             // frame the request.
@@ -210,20 +210,24 @@ impl SkillHttp {
                     "the header {name} is set by reef, not by the module"
                 ));
             }
-            let filled = self.fill_secrets(&value)?;
-            with_secret |= filled != value;
+            let filled = self.fill_secrets(&value, &mut used)?;
             headers.push((name, filled));
         }
         let exempt = self
             .plain_http_hosts
             .iter()
             .any(|h| h.eq_ignore_ascii_case(host));
+        let with_secret = !used.is_empty();
         if with_secret && url.scheme() != "https" && !exempt {
             return Err(format!("secrets are sent only over https, not to {url}"));
         }
         if with_secret {
             // Remembered before the request leaves, as for a `shell` command given a secret.
-            self.secrets.persist().await.map_err(|e| e.to_string())?;
+            let tool = format!("skill:{}", self.skill);
+            self.secrets
+                .persist(&tool, &used, Some(host))
+                .await
+                .map_err(|e| e.to_string())?;
         }
         let reply = self
             .client
@@ -244,7 +248,8 @@ impl SkillHttp {
     }
 
     /// `value` with each `${NAME}` replaced by the secret NAME, which the skill must declare.
-    fn fill_secrets(&self, value: &str) -> Result<String, String> {
+    /// The names filled are added to `used` (once each).
+    fn fill_secrets(&self, value: &str, used: &mut Vec<String>) -> Result<String, String> {
         let mut out = String::new();
         let mut rest = value;
         while let Some(start) = rest.find("${") {
@@ -260,6 +265,9 @@ impl SkillHttp {
                 ));
             }
             let secret = self.secrets.read(name).map_err(|e| e.to_string())?;
+            if !used.iter().any(|u| u == name) {
+                used.push(name.to_owned());
+            }
             out.push_str(&rest[..start]);
             out.push_str(&secret);
             rest = &rest[start + 3 + len..];

@@ -15,6 +15,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0009_breakpoints.sql")),
     M::up(include_str!("0010_ephemeral_hooks.sql")),
     M::up(include_str!("0011_routines_jobs.sql")),
+    M::up(include_str!("0012_audit.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -27,6 +28,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 11);
+        assert_eq!(ALL.len(), 12);
     }
 }

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod agents;
+mod audit;
 mod compactions;
 mod fingerprints;
 mod memory;

@@ -22,7 +22,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
         ),
         ("reef-sandbox", Some(&["reef-core", "reef-security"][..])),
         ("reef-security", Some(&["reef-core"][..])),
-        ("reef-store", Some(&["reef-core"][..])),
+        ("reef-store", Some(&["reef-core", "reef-security"][..])),
         (
             "reef-skills",
             Some(

@@ -129,7 +129,7 @@ impl Tool for ShellTool {
             req.env.push((name.clone(), value));
         }
         // What the command is given is remembered before it runs.
-        self.secrets.persist().await?;
+        self.secrets.persist("shell", &args.secrets, None).await?;
         let out = self
             .sandbox
             .run(req)

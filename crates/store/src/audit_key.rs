@@ -1,0 +1,143 @@
+//! The audit chain's key: 32 random bytes in `audit.key` beside the database (mode 0600),
+//! made on the first open. It is kept out of the database so that someone who can edit the
+//! database but not read the key cannot rewrite a record and its hash to match.
+
+use reef_security::audit::AuditKey;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The key file's name, in the database's directory.
+pub const AUDIT_KEY_FILE: &str = "audit.key";
+
+/// Where the key of the database at `db` lives: `audit.key` in the same directory.
+pub fn audit_key_path(db: &Path) -> PathBuf {
+    db.parent().unwrap_or(Path::new("")).join(AUDIT_KEY_FILE)
+}
+
+/// Why the key cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("cannot read or create the audit key {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "the audit key {} is not 64 hex digits; restore it from a backup (without it the \
+         audit log cannot be verified), or move the file and the database aside",
+        path.display()
+    )]
+    Malformed { path: PathBuf },
+    #[error("the audit key {} is not a regular file owned by this user (a link is refused)", path.display())]
+    NotPlain { path: PathBuf },
+    #[error(
+        "the audit log in this database has records, but its key {} is missing: restore the \
+         key from a backup of the reef home. Without it the log cannot be verified; to give \
+         up on the old records, move them aside in SQL (DELETE FROM audit; DELETE FROM \
+         audit_checkpoint) and open the store again",
+        path.display()
+    )]
+    Missing { path: PathBuf },
+}
+
+/// The key at `path`, made (and written with mode 0600) if there is none yet, and whether it
+/// was made now. Two processes opening a new store at once agree on one key: it is written
+/// to a temporary file and linked into place, which fails for the second.
+pub(crate) fn load_or_create(path: &Path) -> Result<(AuditKey, bool), KeyError> {
+    let io = |source| KeyError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    match read(path) {
+        Err(KeyError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+        other => return other.map(|key| (key, false)),
+    }
+    let key = random_key().map_err(io)?;
+    // A name of its own, so a temporary file a killed process left behind is never in the way.
+    let suffix = random_key().map_err(io)?.to_hex();
+    let tmp = path.with_extension(format!("key.{}.tmp", &suffix[..16]));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc_nofollow())
+        .open(&tmp)
+        .map_err(io)?;
+    let written = file
+        .write_all(format!("{}\n", key.to_hex()).as_bytes())
+        .and_then(|()| file.sync_all());
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    if let Err(err) = std::fs::remove_file(&tmp) {
+        tracing::warn!(path = %tmp.display(), error = %err, "cannot remove a temporary key file");
+    }
+    match linked {
+        Ok(()) => {
+            // The link itself must survive a power loss.
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::File::open(dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(io)?;
+            }
+            Ok((key, true))
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+            read(path).map(|key| (key, false))
+        }
+        Err(err) => Err(io(err)),
+    }
+}
+
+/// A key for a store that lives in memory only.
+pub fn ephemeral() -> Result<AuditKey, std::io::Error> {
+    random_key()
+}
+
+fn read(path: &Path) -> Result<AuditKey, KeyError> {
+    let io = |source| KeyError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    // Not through a link, and without blocking on a FIFO put in its place.
+    let nonblock = i32::try_from(rustix::fs::OFlags::NONBLOCK.bits()).unwrap_or(0);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_nofollow() | nonblock)
+        .open(path)
+        .map_err(|err| {
+            if err.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+                KeyError::NotPlain {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                io(err)
+            }
+        })?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() || meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(KeyError::NotPlain {
+            path: path.to_path_buf(),
+        });
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(io)?;
+    }
+    let mut text = String::new();
+    (&file).take(256).read_to_string(&mut text).map_err(io)?;
+    AuditKey::from_hex(&text).ok_or_else(|| KeyError::Malformed {
+        path: path.to_path_buf(),
+    })
+}
+
+fn random_key() -> Result<AuditKey, std::io::Error> {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(AuditKey::from_bytes(bytes))
+}
+
+/// `O_NOFOLLOW`: the key is never read or written through a symbolic link.
+fn libc_nofollow() -> i32 {
+    i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or(0)
+}
