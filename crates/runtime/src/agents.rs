@@ -37,19 +37,6 @@ pub const ROOM_AGENTS: &str = "#agents";
 pub const ROOM_CONTROL: &str = "#control";
 
 impl Runtime {
-    /// Records in the audit log that `agent` was refused a right (`cap.denied`). The refusal
-    /// stands whether or not the record can be written; a failed write is logged.
-    pub(crate) async fn audit_denial(&self, agent: &AgentRecord, data: serde_json::Value) {
-        if let Err(err) = self
-            .inner
-            .store
-            .append_audit("cap.denied", Some(agent.id.as_str()), data)
-            .await
-        {
-            tracing::warn!(agent = %agent.name, error = %err, "cannot record a denial in the audit log");
-        }
-    }
-
     /// Creates an agent from a template and starts it. With a `parent`, the parent must hold
     /// the spawn capability, and the child's capabilities and budget are clamped to the
     /// parent's. Spawning the same name again for the same parent returns the existing

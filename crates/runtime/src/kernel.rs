@@ -80,32 +80,6 @@ pub struct Recovery {
 }
 
 impl Runtime {
-    /// Records in the audit log what this daemon was started with: the configuration files,
-    /// the digest of the merged settings and of each template, so a change between two starts
-    /// shows.
-    async fn audit_configuration(&self) -> Result<(), RuntimeError> {
-        let config = &self.inner.config;
-        let templates: serde_json::Map<String, serde_json::Value> = self
-            .inner
-            .templates
-            .iter()
-            .map(|t| {
-                let digest = reef_security::audit::sha256_hex(format!("{t:?}").as_bytes());
-                (t.name.clone(), serde_json::Value::String(digest))
-            })
-            .collect();
-        let data = serde_json::json!({
-            "files": config.files,
-            "config_sha256": config.digest,
-            "templates": templates,
-        });
-        self.inner
-            .store
-            .append_audit("config.loaded", None, data)
-            .await?;
-        Ok(())
-    }
-
     /// Opens the store, puts messages a killed process had claimed back in their inboxes,
     /// checks the sandbox once, starts the bus and the expiry task, and wakes every running
     /// agent with work.

@@ -8,6 +8,7 @@
 
 mod activity;
 mod agents;
+mod audit;
 mod bus;
 mod channels;
 mod debug;
