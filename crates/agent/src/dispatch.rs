@@ -29,9 +29,8 @@ pub(crate) async fn run_calls(
             .audit_tool_call(
                 &session.opts.agent,
                 session.id.as_str(),
-                call.id.as_str(),
-                &call.name,
-                &call.arguments,
+                (call.id.as_str(), &call.name, &call.arguments),
+                skipped.get(call.id.as_str()).map(String::as_str),
             )
             .await;
         if let Err(err) = recorded {

@@ -138,10 +138,16 @@ impl Runtime {
         check_text("text", text)?;
         if let Sender::Agent(agent) = &from {
             if room == crate::agents::ROOM_CONTROL {
-                return Err(RuntimeError::Denied(format!(
+                let why = format!(
                     "only the operator posts to {room}; agent `{}` may not",
                     agent.name
-                )));
+                );
+                self.audit_denial(
+                    agent,
+                    serde_json::json!({"right": "room", "room": room, "reason": why}),
+                )
+                .await;
+                return Err(RuntimeError::Denied(why));
             }
             let member = self
                 .inner
@@ -151,10 +157,13 @@ impl Runtime {
                 .into_iter()
                 .any(|r| r.name == room && r.members.contains(&agent.name));
             if !member {
-                return Err(RuntimeError::Denied(format!(
-                    "agent `{}` is not a member of {room}",
-                    agent.name
-                )));
+                let why = format!("agent `{}` is not a member of {room}", agent.name);
+                self.audit_denial(
+                    agent,
+                    serde_json::json!({"right": "room", "room": room, "reason": why}),
+                )
+                .await;
+                return Err(RuntimeError::Denied(why));
             }
         }
         let from_id = match from {

@@ -245,23 +245,25 @@ impl Store {
         .await
     }
 
-    /// Appends `tool.call`: who called which tool in which session, and the SHA-256 and
-    /// length of the arguments (which may hold anything the model wrote; they stay in the
-    /// transcript).
+    /// Appends `tool.call`: who called which tool in which session, the SHA-256 and length
+    /// of the arguments (which may hold anything the model wrote; they stay in the
+    /// transcript), and why it is held back when it does not run now (`held`: waiting for
+    /// approval, …).
     pub async fn audit_tool_call(
         &self,
         agent: &str,
         session: &str,
-        call_id: &str,
-        tool: &str,
-        arguments: &str,
+        call: (&str, &str, &str),
+        held: Option<&str>,
     ) -> Result<u64, StoreError> {
+        let (call_id, tool, arguments) = call;
         let data = json!({
             "call_id": call_id,
             "name": tool,
             "session": session,
             "arguments_sha256": sha256_hex(arguments.as_bytes()),
             "arguments_bytes": arguments.len(),
+            "held": held,
         });
         self.append_audit("tool.call", Some(agent), data).await
     }

@@ -125,6 +125,14 @@ async fn a_run_verifies_and_an_edited_record_is_named() {
 
     let calls = of("tool.call");
     assert_eq!(calls.len(), 2, "{text}");
+    // Newest first: `rm -rf build` was held for approval; the deploy ran.
+    assert!(calls[1]["data"]["held"].is_null(), "{text}");
+    assert!(
+        calls[0]["data"]["held"]
+            .as_str()
+            .is_some_and(|h| !h.is_empty()),
+        "{text}"
+    );
     for call in &calls {
         assert_eq!(call["agent"], "ada");
         assert_eq!(call["data"]["name"], "shell");

@@ -624,6 +624,20 @@ async fn a_retried_message_sends_new_actions_but_not_the_ones_already_made() {
             .any(|r| r.contains("only the operator posts to #control")),
         "{results:?}"
     );
+    let denied = rt
+        .store()
+        .audit_records(reef_store::AuditFilter {
+            kind: Some("cap.denied".into()),
+            ..reef_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        denied
+            .iter()
+            .any(|r| r.data["right"] == "room" && r.data["room"] == "#control"),
+        "{denied:?}"
+    );
     rt.shutdown().await;
 }
 
