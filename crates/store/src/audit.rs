@@ -247,14 +247,15 @@ impl Store {
 
     /// Appends `tool.call`: who called which tool in which session, the SHA-256 and length
     /// of the arguments (which may hold anything the model wrote; they stay in the
-    /// transcript), and why it is held back when it does not run now (`held`: waiting for
-    /// approval, …).
+    /// transcript), and why the engine does not run it when it does not (`skipped`: the
+    /// operator's debugger skipped it, or a blind write was refused under the small profile;
+    /// a call waiting for approval is recorded by its `approval.created`).
     pub async fn audit_tool_call(
         &self,
         agent: &str,
         session: &str,
         call: (&str, &str, &str),
-        held: Option<&str>,
+        skipped: Option<&str>,
     ) -> Result<u64, StoreError> {
         let (call_id, tool, arguments) = call;
         let data = json!({
@@ -263,7 +264,7 @@ impl Store {
             "session": session,
             "arguments_sha256": sha256_hex(arguments.as_bytes()),
             "arguments_bytes": arguments.len(),
-            "held": held,
+            "skipped": skipped,
         });
         self.append_audit("tool.call", Some(agent), data).await
     }
