@@ -207,15 +207,7 @@ fn head(conn: &Connection) -> Result<ChainStart, StoreError> {
 type Row = (i64, String, String, Option<String>, String, String, String);
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-    ))
+    r.try_into()
 }
 
 impl Store {

@@ -31,7 +31,7 @@ pub enum KeyError {
     )]
     Malformed { path: PathBuf },
     #[error("the audit key {} is not a regular file owned by this user (a link is refused)", path.display())]
-    NotPlain { path: PathBuf },
+    NotRegular { path: PathBuf },
     #[error(
         "the audit log in this database has records, but its key {} is missing: restore the \
          key from a backup of the reef home. Without it the log cannot be verified; to give \
@@ -107,7 +107,7 @@ fn read(path: &Path) -> Result<AuditKey, KeyError> {
         .open(path)
         .map_err(|err| {
             if err.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-                KeyError::NotPlain {
+                KeyError::NotRegular {
                     path: path.to_path_buf(),
                 }
             } else {
@@ -116,7 +116,7 @@ fn read(path: &Path) -> Result<AuditKey, KeyError> {
         })?;
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() || meta.uid() != rustix::process::geteuid().as_raw() {
-        return Err(KeyError::NotPlain {
+        return Err(KeyError::NotRegular {
             path: path.to_path_buf(),
         });
     }
