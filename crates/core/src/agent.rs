@@ -1,5 +1,5 @@
-//! Durable agents' vocabulary: the lifecycle state machine, budgets and capabilities, with the
-//! rule that a child is never given more than its parent holds.
+//! Durable agents' vocabulary: the lifecycle state machine and budgets, with the rule that a
+//! child is never given more than its parent holds.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -165,95 +165,6 @@ impl Budget {
     }
 }
 
-/// What an agent may do.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Capabilities {
-    /// Tool names the agent may call; `"*"` allows every tool.
-    pub tools: Vec<String>,
-    /// May create child agents (the manager's tools).
-    #[serde(default)]
-    pub spawn: bool,
-    /// May write to the shared memory namespace.
-    #[serde(default)]
-    pub shared_memory_write: bool,
-    /// May schedule routines of its own (`schedule_routine`), bounded by it and deleted with it.
-    #[serde(default)]
-    pub schedule: bool,
-    /// May write new skills into its workspace (`skill_create`).
-    #[serde(default)]
-    pub skill_write: bool,
-}
-
-impl Default for Capabilities {
-    fn default() -> Self {
-        Self {
-            tools: vec!["*".to_owned()],
-            spawn: false,
-            shared_memory_write: false,
-            schedule: false,
-            skill_write: false,
-        }
-    }
-}
-
-impl Capabilities {
-    /// Whether the agent may call `tool`.
-    pub fn allows_tool(&self, tool: &str) -> bool {
-        self.tools.iter().any(|t| t == "*" || t == tool)
-    }
-
-    /// Ok when `self` grants nothing `parent` lacks; otherwise what is too wide.
-    pub fn within(&self, parent: &Capabilities) -> Result<(), String> {
-        for tool in &self.tools {
-            let ok = if tool == "*" {
-                parent.tools.iter().any(|t| t == "*")
-            } else {
-                parent.allows_tool(tool)
-            };
-            if !ok {
-                return Err(format!("tool `{tool}` is not allowed to the parent"));
-            }
-        }
-        if self.spawn && !parent.spawn {
-            return Err("spawn is not allowed to the parent".into());
-        }
-        if self.shared_memory_write && !parent.shared_memory_write {
-            return Err("shared_memory_write is not allowed to the parent".into());
-        }
-        if self.schedule && !parent.schedule {
-            return Err("schedule is not allowed to the parent".into());
-        }
-        if self.skill_write && !parent.skill_write {
-            return Err("skill_write is not allowed to the parent".into());
-        }
-        Ok(())
-    }
-
-    /// `self` narrowed to what `parent` holds, so the result is always `within` it.
-    pub fn clamped_to(&self, parent: &Capabilities) -> Capabilities {
-        let parent_all = parent.tools.iter().any(|t| t == "*");
-        let tools = if parent_all {
-            self.tools.clone()
-        } else if self.tools.iter().any(|t| t == "*") {
-            parent.tools.clone()
-        } else {
-            self.tools
-                .iter()
-                .filter(|t| parent.allows_tool(t))
-                .cloned()
-                .collect()
-        };
-        Capabilities {
-            tools,
-            spawn: self.spawn && parent.spawn,
-            shared_memory_write: self.shared_memory_write && parent.shared_memory_write,
-            schedule: self.schedule && parent.schedule,
-            skill_write: self.skill_write && parent.skill_write,
-        }
-    }
-}
-
 /// What happens to a message that arrives for an agent while it is in the middle of a turn
 /// (`daemon.queue_mode`, overridable per template).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -287,34 +198,6 @@ impl QueueMode {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn clamped_capabilities_are_always_within_the_parent() {
-        let parent = Capabilities {
-            tools: vec!["read_file".into(), "shell".into()],
-            spawn: false,
-            shared_memory_write: true,
-            schedule: false,
-            skill_write: false,
-        };
-        let wide = Capabilities {
-            tools: vec!["*".into()],
-            spawn: true,
-            shared_memory_write: true,
-            schedule: false,
-            skill_write: false,
-        };
-        let clamped = wide.clamped_to(&parent);
-        assert_eq!(clamped.tools, ["read_file", "shell"]);
-        assert!(!clamped.spawn);
-        assert!(clamped.within(&parent).is_ok());
-        let some = Capabilities {
-            tools: vec!["shell".into(), "http_fetch".into()],
-            ..Capabilities::default()
-        };
-        assert_eq!(some.clamped_to(&parent).tools, ["shell"]);
-        assert!(wide.within(&parent).is_err());
-    }
 
     #[test]
     fn the_lifecycle_has_exactly_these_transitions() {
@@ -396,39 +279,6 @@ mod tests {
         assert_eq!(
             Budget::default().clamped_to(&parent).within(&parent),
             Ok(())
-        );
-    }
-
-    #[test]
-    fn a_child_gets_no_capability_its_parent_lacks() {
-        let parent = Capabilities {
-            tools: vec!["shell".into(), "read_file".into()],
-            spawn: true,
-            shared_memory_write: false,
-            schedule: false,
-            skill_write: false,
-        };
-        let child = Capabilities {
-            tools: vec!["read_file".into()],
-            spawn: false,
-            shared_memory_write: false,
-            schedule: false,
-            skill_write: false,
-        };
-        assert_eq!(child.within(&parent), Ok(()));
-        assert!(child.allows_tool("read_file") && !child.allows_tool("shell"));
-        let all = Capabilities::default();
-        assert!(all.within(&parent).unwrap_err().contains("`*`"));
-        assert_eq!(child.within(&all), Ok(()));
-        let writer = Capabilities {
-            shared_memory_write: true,
-            ..child
-        };
-        assert!(
-            writer
-                .within(&parent)
-                .unwrap_err()
-                .contains("shared_memory_write")
         );
     }
 }

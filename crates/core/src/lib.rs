@@ -5,6 +5,7 @@
 //! `Embedder`, `Tool`, `Channel`) that other crates implement.
 
 pub mod agent;
+pub mod capability;
 pub mod channel;
 pub mod embed;
 pub mod ids;
@@ -16,8 +17,10 @@ pub mod secret;
 pub mod tool;
 pub mod usage;
 
-pub use agent::{
-    AGENT_STATES, AgentState, Budget, Capabilities, DEFAULT_AGENT, InvalidTransition, QueueMode,
+pub use agent::{AGENT_STATES, AgentState, Budget, DEFAULT_AGENT, InvalidTransition, QueueMode};
+pub use capability::{
+    ANY, Capabilities, Need, PatternList, RIGHT_FORMS, name_pattern, normalize_path,
+    pattern_covers, pattern_matches, pattern_regex,
 };
 pub use channel::{
     Author, Channel, ChannelError, ChannelHealth, Conversation, Inbound, Outbound, Speaker,

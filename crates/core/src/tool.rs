@@ -82,6 +82,13 @@ pub trait Tool: Send + Sync {
     /// The spec the model sees; `spec().name` is the tool's stable public name.
     fn spec(&self) -> ToolSpec;
 
+    /// What a call with `args` needs besides the tool itself (the paths it reads or writes,
+    /// the hosts it reaches, the secrets it uses), checked against the agent's capabilities
+    /// before it runs. Arguments the call would reject anyway may be ignored here.
+    fn needs(&self, _args: &serde_json::Value) -> Vec<crate::capability::Need> {
+        Vec::new()
+    }
+
     /// Runs the tool. A returned error becomes an error result for the model.
     async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError>;
 }

@@ -1,12 +1,14 @@
 //! reef-security: pure security policy for reef (no I/O): SSRF rules for outbound requests,
 //! the command rules that decide which shell commands wait for the operator's approval, and
 //! secret fingerprints that recognise a secret's value without keeping it, and webhook
-//! signatures (GitHub's and reef's HMAC-SHA256), and the audit log's keyed hash chain.
+//! signatures (GitHub's and reef's HMAC-SHA256), the audit log's keyed hash chain, and
+//! capability tokens (biscuit) with the one check every call of an agent passes.
 //!
 //! Callers classify addresses with [`classify_ip`] and ask an [`SsrfPolicy`] whether a URL
 //! (before resolution) and its resolved addresses (before connecting) may be used.
 
 pub mod audit;
+pub mod cap;
 mod commands;
 mod fingerprint;
 mod ip;

@@ -35,7 +35,7 @@ pub enum StoreError {
     },
     /// The audit log's key could not be read or made; the message says what to fix.
     #[error(transparent)]
-    AuditKey(#[from] crate::audit_key::KeyError),
+    Key(#[from] crate::key_file::KeyError),
     /// The schema could not be brought to the latest version.
     #[error(
         "cannot migrate the store at {}: {source}; if it was written by a newer reef, upgrade reef, otherwise restore a backup",

@@ -7,7 +7,6 @@
 
 mod agents;
 mod audit;
-mod audit_key;
 mod chunk;
 mod clock;
 mod codec;
@@ -19,6 +18,7 @@ mod fires;
 mod hooks;
 mod inbox;
 mod jobs;
+mod key_file;
 mod memory;
 mod messages;
 mod migrations;
@@ -30,13 +30,13 @@ mod rooms;
 mod routines;
 mod sessions;
 mod store;
+mod tokens;
 mod transcripts;
 mod usage;
 mod vectors;
 
 pub use agents::{AgentRecord, NewAgent};
 pub use audit::{AuditFilter, AuditRecord, AuditVerdict};
-pub use audit_key::{AUDIT_KEY_FILE, KeyError, audit_key_path};
 pub use chunk::chunks;
 pub use clock::{start_of_today, timestamp_ago, unix_now};
 pub use compactions::{CompactionRecord, NewCompaction};
@@ -46,6 +46,7 @@ pub use fingerprints::SecretUse;
 pub use fires::{ClaimGuard, Claimed, FireClaim, FireEffect, FireRecord};
 pub use inbox::{Delivery, InboxMessage, InboxStatus, Letter};
 pub use jobs::{JOB_STATES, JobEnd, JobKind, JobRecord, JobState, REPORT_ROOM};
+pub use key_file::{AUDIT_KEY_FILE, CAP_KEY_FILE, KeyError, KeyKind, audit_key_path, cap_key_path};
 pub use memory::{
     Chunking, MemoryHit, MemoryItem, MemoryQuery, NewMemory, SHARED_NAMESPACE, check_namespace,
 };
@@ -61,5 +62,6 @@ pub use reef_security::audit::ChainBreak;
 pub use rooms::RoomRecord;
 pub use routines::{NewRoutine, PutOutcome, RoutineRecord, RoutineSource};
 pub use store::Store;
+pub use tokens::CapabilityState;
 pub use transcripts::SessionHit;
 pub use vectors::{VectorCoverage, VectorQuery, dot};

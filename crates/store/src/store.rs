@@ -3,6 +3,7 @@
 
 use crate::clock::Clock;
 use crate::error::StoreError;
+use crate::key_file::{KeyError, KeyKind};
 use crate::migrations::MIGRATIONS;
 use reef_core::SessionId;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -23,6 +24,12 @@ pub(crate) struct Db {
     pub(crate) audit_key: reef_security::audit::AuditKey,
 }
 
+/// The keys a store opens with.
+struct Keys {
+    audit: reef_security::audit::AuditKey,
+    cap_root: reef_security::cap::RootKey,
+}
+
 /// A handle to reef's SQLite database. Cheap to clone; clones share one connection.
 /// Every async method runs its SQL on tokio's blocking pool, and every write is its own
 /// committed transaction.
@@ -30,6 +37,8 @@ pub(crate) struct Db {
 pub struct Store {
     db: Arc<Mutex<Db>>,
     path: Option<Arc<PathBuf>>,
+    /// The root of capability tokens (`cap.key` beside the database).
+    cap_root: Arc<reef_security::cap::RootKey>,
 }
 
 impl std::fmt::Debug for Store {
@@ -65,18 +74,25 @@ impl Store {
             path: path.to_path_buf(),
             source,
         };
-        let key_path = crate::audit_key::audit_key_path(path);
-        let (key, made) = crate::audit_key::load_or_create(&key_path)?;
+        let key_path = crate::key_file::audit_key_path(path);
+        let (key, made) = crate::key_file::load_or_create(&key_path, KeyKind::Audit)?;
+        let cap_path = crate::key_file::cap_key_path(path);
+        let (cap_secret, _) = crate::key_file::load_or_create(&cap_path, KeyKind::CapabilityRoot)?;
+        let cap_root = cap_root(&cap_secret, &cap_path)?;
         let conn = Connection::open(path).map_err(open_err)?;
         configure(&conn, true).map_err(open_err)?;
-        let store = Self::finish(conn, Some(path.to_path_buf()), key)?;
+        let keys = Keys {
+            audit: reef_security::audit::AuditKey::from_bytes(key),
+            cap_root,
+        };
+        let store = Self::finish(conn, Some(path.to_path_buf()), keys)?;
         // A new key for a log that has records would make every record look forged, and would
         // let anyone who deletes the key start the chain afresh.
         if made && store.has_audit_records()? {
             if let Err(err) = std::fs::remove_file(&key_path) {
                 tracing::warn!(path = %key_path.display(), error = %err, "cannot remove a key just made");
             }
-            return Err(crate::audit_key::KeyError::Missing { path: key_path }.into());
+            return Err(crate::key_file::KeyError::Missing { path: key_path }.into());
         }
         Ok(store)
     }
@@ -89,19 +105,17 @@ impl Store {
         };
         let conn = Connection::open_in_memory().map_err(open_err)?;
         configure(&conn, false).map_err(open_err)?;
-        let key = crate::audit_key::ephemeral().map_err(|source| {
-            StoreError::AuditKey(crate::audit_key::KeyError::Io {
-                path: PathBuf::from("/dev/urandom"),
-                source,
-            })
-        })?;
-        Self::finish(conn, None, key)
+        let keys = Keys {
+            audit: reef_security::audit::AuditKey::from_bytes(crate::key_file::ephemeral()?),
+            cap_root: cap_root(&crate::key_file::ephemeral()?, Path::new(":memory:"))?,
+        };
+        Self::finish(conn, None, keys)
     }
 
     fn finish(
         mut conn: Connection,
         path: Option<PathBuf>,
-        audit_key: reef_security::audit::AuditKey,
+        keys: Keys,
     ) -> Result<Store, StoreError> {
         MIGRATIONS
             .to_latest(&mut conn)
@@ -109,7 +123,7 @@ impl Store {
                 path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
                 source,
             })?;
-        crate::audit::install_link(&conn, audit_key.clone()).map_err(|source| {
+        crate::audit::install_link(&conn, keys.audit.clone()).map_err(|source| {
             StoreError::Open {
                 path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
                 source,
@@ -120,10 +134,16 @@ impl Store {
                 conn,
                 clock: Clock::default(),
                 vectors: None,
-                audit_key,
+                audit_key: keys.audit,
             })),
             path: path.map(Arc::new),
+            cap_root: Arc::new(keys.cap_root),
         })
+    }
+
+    /// The root key that mints and verifies capability tokens.
+    pub fn capability_root(&self) -> &reef_security::cap::RootKey {
+        &self.cap_root
     }
 
     /// The database file, or `None` for an in-memory store.
@@ -233,4 +253,13 @@ pub(crate) fn to_sql_int(v: u64) -> i64 {
 /// Converts a stored integer back, rejecting negatives as corrupt.
 pub(crate) fn from_sql_int(v: i64, what: &str) -> Result<u64, StoreError> {
     u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} is negative ({v})")))
+}
+
+fn cap_root(secret: &[u8; 32], path: &Path) -> Result<reef_security::cap::RootKey, StoreError> {
+    reef_security::cap::RootKey::from_secret(secret).map_err(|_| {
+        StoreError::Key(KeyError::Malformed {
+            kind: KeyKind::CapabilityRoot,
+            path: path.to_path_buf(),
+        })
+    })
 }

@@ -16,6 +16,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0010_ephemeral_hooks.sql")),
     M::up(include_str!("0011_routines_jobs.sql")),
     M::up(include_str!("0012_audit.sql")),
+    M::up(include_str!("0013_capabilities.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -28,6 +29,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 12);
+        assert_eq!(ALL.len(), 13);
     }
 }

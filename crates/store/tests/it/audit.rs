@@ -330,7 +330,7 @@ async fn a_log_whose_key_is_gone_is_not_given_a_new_one() {
     let key = dir.path().join(reef_store::AUDIT_KEY_FILE);
     std::fs::remove_file(&key).unwrap();
     let err = Store::open(&dir.path().join("reef.db")).unwrap_err();
-    assert!(matches!(err, StoreError::AuditKey(_)), "{err}");
+    assert!(matches!(err, StoreError::Key(_)), "{err}");
     assert!(err.to_string().contains("is missing"), "{err}");
     assert!(!key.exists(), "no new key was left in its place");
     // An empty log may start with a new key.

@@ -13,6 +13,7 @@ mod recall;
 mod routines;
 mod session_search;
 mod sessions;
+mod tokens;
 mod usage;
 
 use reef_core::SessionId;

@@ -1,0 +1,141 @@
+//! Agents' capability tokens and the revoked block ids, each change written with its audit
+//! record in one transaction (`cap.minted`, `cap.granted`, `cap.revoked`).
+
+use crate::audit::insert_audit;
+use crate::error::StoreError;
+use crate::store::Store;
+use reef_core::{AgentId, Capabilities};
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+
+/// What a check of an agent's rights reads: its token and every revoked id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CapabilityState {
+    /// `None` until one is minted.
+    pub token: Option<String>,
+    pub revoked: HashSet<String>,
+}
+
+impl Store {
+    /// Keeps `token` as the agent's and writes the audit record `kind` (`cap.minted` for a new
+    /// agent's, `cap.granted` when the operator widened its rights) with `data`. With
+    /// `capabilities`, the agent's stored capabilities become those (a grant).
+    pub async fn set_agent_token(
+        &self,
+        id: &AgentId,
+        token: &str,
+        capabilities: Option<&Capabilities>,
+        kind: &str,
+        data: Value,
+    ) -> Result<(), StoreError> {
+        let id = id.clone();
+        let token = token.to_owned();
+        let capabilities = capabilities
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| StoreError::Invalid {
+                field: "capabilities",
+                message: e.to_string(),
+            })?;
+        let kind = kind.to_owned();
+        self.run(move |db| {
+            let now = db.clock.now();
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let name: Option<String> = tx
+                .prepare_cached("SELECT name FROM agents WHERE id = ?1")?
+                .query_row(params![id.as_str()], |r| r.get(0))
+                .optional()?;
+            let Some(name) = name else {
+                return Err(StoreError::NotFound(format!("agent {id}")));
+            };
+            tx.prepare_cached(
+                "UPDATE agents SET token = ?1,
+                     capabilities = COALESCE(?2, capabilities), updated_at = ?3
+                 WHERE id = ?4",
+            )?
+            .execute(params![token, capabilities, now, id.as_str()])?;
+            insert_audit(&tx, &now, &kind, Some(&name), &data)?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The agent's token and every revoked id, or `None` when no agent has that name.
+    pub async fn capability_state(
+        &self,
+        name: &str,
+    ) -> Result<Option<CapabilityState>, StoreError> {
+        let name = name.to_owned();
+        self.run(move |db| {
+            let token: Option<Option<String>> = db
+                .conn
+                .prepare_cached("SELECT token FROM agents WHERE name = ?1")?
+                .query_row(params![name], |r| r.get(0))
+                .optional()?;
+            let Some(token) = token else {
+                return Ok(None);
+            };
+            let revoked = db
+                .conn
+                .prepare_cached("SELECT id FROM cap_revoked")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<HashSet<String>>>()?;
+            Ok(Some(CapabilityState { token, revoked }))
+        })
+        .await
+    }
+
+    /// Every revoked id.
+    pub async fn revoked_ids(&self) -> Result<HashSet<String>, StoreError> {
+        self.run(|db| {
+            Ok(db
+                .conn
+                .prepare_cached("SELECT id FROM cap_revoked")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<HashSet<String>>>()?)
+        })
+        .await
+    }
+
+    /// Revokes the block ids `ids` of `agent`'s token, with a `cap.revoked` record; returns how
+    /// many were not revoked before.
+    pub async fn revoke_tokens(
+        &self,
+        agent: &str,
+        ids: &[String],
+        reason: &str,
+    ) -> Result<usize, StoreError> {
+        let agent = agent.to_owned();
+        let ids = ids.to_vec();
+        let reason = reason.to_owned();
+        self.run(move |db| {
+            let now = db.clock.now();
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut fresh = 0;
+            for id in &ids {
+                fresh += tx
+                    .prepare_cached(
+                        "INSERT INTO cap_revoked (id, agent, reason, at) VALUES (?1, ?2, ?3, ?4)
+                         ON CONFLICT (id) DO NOTHING",
+                    )?
+                    .execute(params![id, agent, reason, now])?;
+            }
+            insert_audit(
+                &tx,
+                &now,
+                "cap.revoked",
+                Some(&agent),
+                &json!({"ids": ids, "reason": reason}),
+            )?;
+            tx.commit()?;
+            Ok(fresh)
+        })
+        .await
+    }
+}
