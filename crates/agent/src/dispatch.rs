@@ -1,8 +1,9 @@
 //! Tool dispatch for one round: argument parsing, lookup, concurrent execution, large outputs.
 
+use crate::rights::Refused;
 use crate::session::{Emitter, Session};
 use futures::future::join_all;
-use reef_core::{EventMsg, Message, Tool, ToolCall, ToolContext, ToolOutput};
+use reef_core::{EventMsg, Message, Need, Tool, ToolCall, ToolContext, ToolOutput};
 use reef_workspace::{Workspace, WorkspaceError};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -120,33 +121,33 @@ async fn run_one(session: &Session, call: ToolCall) -> (ToolOutput, Option<Strin
 }
 
 async fn execute(session: &Session, call: &ToolCall) -> ToolOutput {
-    let Some(tool) = session.tools.get(&call.name) else {
+    let tool = session.tools.get(&call.name);
+    let args = match parse_arguments(call) {
+        Ok(args) => args,
+        Err(error) if tool.is_some() => return error,
+        Err(_) => serde_json::Value::Null,
+    };
+    // The tool itself, then what this call of it needs; a tool the agent may not call is
+    // refused as such even when it does not exist here.
+    if let Some(rights) = &session.rights {
+        let mut needs = vec![Need::Tool(call.name.clone())];
+        if let Some(tool) = &tool {
+            needs.extend(tool.needs(&args));
+        }
+        let call_ref = (call.id.as_str(), call.name.as_str());
+        if let Err(Refused(why)) = rights
+            .check(&session.store, &session.opts.agent, call_ref, &needs)
+            .await
+        {
+            return ToolOutput::error(format!("denied: {why}"));
+        }
+    }
+    let Some(tool) = tool else {
         return ToolOutput::error(format!(
             "unknown tool `{}`; available tools: {}",
             call.name,
             session.tools.names().join(", ")
         ));
-    };
-    let raw = call.arguments.trim();
-    let args = if raw.is_empty() {
-        Ok(serde_json::Value::Object(serde_json::Map::new()))
-    } else {
-        serde_json::from_str::<serde_json::Value>(raw)
-    };
-    let args = match args {
-        Ok(args @ serde_json::Value::Object(_)) => args,
-        Ok(other) => {
-            return ToolOutput::error(format!(
-                "arguments for `{}` must be a JSON object, got: {other}",
-                call.name
-            ));
-        }
-        Err(err) => {
-            return ToolOutput::error(format!(
-                "arguments for `{}` are not valid JSON ({err}); resend the call with a JSON object",
-                call.name
-            ));
-        }
     };
     let ctx = ToolContext {
         workspace: session.opts.workspace.clone(),
@@ -158,6 +159,28 @@ async fn execute(session: &Session, call: &ToolCall) -> ToolOutput {
     // Before anything stores, saves or sends it: no secret value a call used survives.
     output.content = session.tools.redact(&output.content);
     output
+}
+
+/// The call's arguments as a JSON object, or the error result that tells the model how to fix
+/// them.
+fn parse_arguments(call: &ToolCall) -> Result<serde_json::Value, ToolOutput> {
+    let raw = call.arguments.trim();
+    let args = if raw.is_empty() {
+        Ok(serde_json::Value::Object(serde_json::Map::new()))
+    } else {
+        serde_json::from_str::<serde_json::Value>(raw)
+    };
+    match args {
+        Ok(args @ serde_json::Value::Object(_)) => Ok(args),
+        Ok(other) => Err(ToolOutput::error(format!(
+            "arguments for `{}` must be a JSON object, got: {other}",
+            call.name
+        ))),
+        Err(err) => Err(ToolOutput::error(format!(
+            "arguments for `{}` are not valid JSON ({err}); resend the call with a JSON object",
+            call.name
+        ))),
+    }
 }
 
 /// Runs the tool on its own task so a panic becomes an error result instead of ending the

@@ -15,6 +15,7 @@ mod history;
 mod layers;
 mod meter;
 mod prompt;
+mod rights;
 mod session;
 mod setup;
 mod skills;
@@ -31,6 +32,7 @@ pub use layers::mcp_hub;
 pub use prompt::NOTES_FILE;
 pub use reef_sandbox::{HelperCommand, Sandbox, SandboxPolicy};
 pub use reef_tools::{Secrets, ToolRegistry};
+pub use rights::{Refusal, Rights, TokenSource};
 pub use session::{ModelResolver, Session, SessionOptions};
 pub use setup::{
     DISABLED_WARNING, add_memory_tools, builtin_registry, builtin_registry_in, builtin_tools,

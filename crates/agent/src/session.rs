@@ -117,6 +117,9 @@ pub struct Session {
     pub(crate) mcp: Option<reef_mcp::McpAccess>,
     /// The session's own tools, before skills and MCP servers were laid over them.
     pub(crate) own_tools: Option<Arc<ToolRegistry>>,
+    /// The capability check every call passes; `None` runs calls unchecked (a library
+    /// embedding the engine without tokens).
+    pub(crate) rights: Option<Arc<crate::rights::Rights>>,
 }
 
 impl Session {
@@ -169,6 +172,7 @@ impl Session {
             skills: None,
             mcp: None,
             own_tools: None,
+            rights: None,
         }
     }
 
@@ -216,6 +220,11 @@ impl Session {
     }
 
     /// Lets a debugger stop the following turns before model requests and tool calls.
+    /// Checks every tool call against these rights before it runs.
+    pub fn set_rights(&mut self, rights: Arc<crate::rights::Rights>) {
+        self.rights = Some(rights);
+    }
+
     pub fn set_debugger(&mut self, debugger: Arc<dyn Debugger>) {
         self.debugger = Some(debugger);
     }

@@ -75,7 +75,8 @@ pub fn policy_from_config(config: &Config, helper: Option<HelperCommand>) -> San
 
 /// What tools never see, besides the system secrets the sandbox always hides: the user's
 /// credential directories, reef's home (an agent's own workspace inside it stays visible),
-/// the store with its journal files and audit key wherever it lives, and every secret file.
+/// the store with its journal files, audit key and capability root key wherever it lives, and
+/// every secret file.
 fn hidden_paths(config: &Config) -> Vec<PathBuf> {
     let mut hidden = config
         .user_home
@@ -90,6 +91,8 @@ fn hidden_paths(config: &Config) -> Vec<PathBuf> {
     }
     // The audit log's key: with it, the log could be rewritten to match.
     hidden.push(reef_store::audit_key_path(&config.store_path));
+    // The capability root key: with it, any token could be minted.
+    hidden.push(reef_store::cap_key_path(&config.store_path));
     hidden.extend(config.secrets.iter().filter_map(|s| match &s.source {
         reef_core::SecretSource::File(path) => Some(path.clone()),
         reef_core::SecretSource::Env(_) => None,

@@ -110,6 +110,12 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::audit_args::AuditCommand,
     },
+    /// Capability tokens: show an agent's rights in words, grant it more (a new token from the
+    /// root key), revoke its token and every token that descends from it.
+    Cap {
+        #[command(subcommand)]
+        command: crate::cap_args::CapCommand,
+    },
     /// Long-term memory: add, search, list, forget, import a folder of notes.
     Memory {
         #[command(subcommand)]

@@ -7,6 +7,7 @@
 
 mod args;
 mod audit_args;
+mod cap_args;
 mod cmd;
 mod daemon_args;
 mod exit;

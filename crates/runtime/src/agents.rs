@@ -96,6 +96,25 @@ impl Runtime {
                 .await;
                 return Err(RuntimeError::Denied(why));
             }
+            let templates = &parent.capabilities.templates;
+            if !templates
+                .iter()
+                .any(|p| reef_core::pattern_matches(&reef_core::name_pattern(p), &req.template))
+            {
+                let why = format!(
+                    "agent `{}` may not spawn from the template `{}` (it may spawn from: {})",
+                    parent.name,
+                    req.template,
+                    templates.join(", ")
+                );
+                self.audit_denial(
+                    parent,
+                    serde_json::json!({"right": "spawn", "template": req.template,
+                                       "name": req.name, "reason": why}),
+                )
+                .await;
+                return Err(RuntimeError::Denied(why));
+            }
             if let Err(why) = capabilities.within(&parent.capabilities) {
                 clamped.push(why);
                 capabilities = capabilities.clamped_to(&parent.capabilities);
@@ -127,6 +146,8 @@ impl Runtime {
                 ephemeral: req.ephemeral,
             })
             .await?;
+        // Its token exists from birth: a child's is its parent's narrowed by one block.
+        crate::caps::ensure_token(store, &agent).await?;
         store.join_room(ROOM_AGENTS, &agent.id).await?;
         if agent.capabilities.spawn {
             store.join_room(ROOM_CONTROL, &agent.id).await?;

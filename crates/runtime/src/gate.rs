@@ -28,6 +28,10 @@ impl Tool for ApprovalGate {
         spec
     }
 
+    fn needs(&self, args: &Value) -> Vec<reef_core::Need> {
+        self.inner.needs(args)
+    }
+
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<String, ToolError> {
         let line = args
             .get("command")

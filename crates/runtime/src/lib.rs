@@ -10,6 +10,7 @@ mod activity;
 mod agents;
 mod audit;
 mod bus;
+pub mod caps;
 mod channels;
 mod debug;
 mod error;

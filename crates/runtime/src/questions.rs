@@ -192,8 +192,17 @@ impl Runtime {
             .to_owned();
         let arguments = item.payload.get("arguments").cloned().unwrap_or(json!({}));
         let registry = crate::worker::registry_for(self, &agent, None)?;
-        let output = match registry.get(&tool_name) {
-            Some(tool) => {
+        // The agent's token as it is now: a revocation since the request stops the command.
+        let refused = match registry.get(&tool_name) {
+            Some(tool) => self
+                .rights_for(&agent, &tool_name, tool.as_ref(), &arguments)
+                .await
+                .err(),
+            None => None,
+        };
+        let output = match (refused, registry.get(&tool_name)) {
+            (Some(refusal), _) => format!("the command did not run: {refusal}"),
+            (None, Some(tool)) => {
                 let ctx = ToolContext {
                     workspace: agent.workspace.clone().into(),
                     session_id: agent.session.clone().unwrap_or_default(),
@@ -210,7 +219,7 @@ impl Runtime {
                     }
                 }
             }
-            None => format!("tool `{tool_name}` is no longer available to this agent"),
+            (None, None) => format!("tool `{tool_name}` is no longer available to this agent"),
         };
         self.resolve(
             &item.id,
@@ -218,6 +227,33 @@ impl Runtime {
             Some(format!("approved; the command ran. Its output:\n{output}")),
         )
         .await
+    }
+
+    /// Whether `agent`'s token allows calling `tool` with `arguments` now; a refusal is
+    /// recorded as `cap.denied`.
+    async fn rights_for(
+        &self,
+        agent: &reef_store::AgentRecord,
+        name: &str,
+        tool: &dyn reef_core::Tool,
+        arguments: &serde_json::Value,
+    ) -> Result<(), String> {
+        let mut needs = vec![reef_core::Need::Tool(name.to_owned())];
+        needs.extend(tool.needs(arguments));
+        let rights = reef_agent::Rights::new(reef_agent::TokenSource::Stored);
+        match rights.decide(&self.inner.store, &agent.name, &needs).await {
+            Ok(()) => Ok(()),
+            Err(refusal) => {
+                let mut data = json!({"tool": name, "reason": refusal.reason, "approved": true});
+                if let (Some(obj), Some(detail)) =
+                    (data.as_object_mut(), refusal.detail.as_object())
+                {
+                    obj.extend(detail.clone());
+                }
+                self.audit_denial(agent, data).await;
+                Err(refusal.reason)
+            }
+        }
     }
 
     /// Denies a pending command; the asker is told it did not run.

@@ -115,6 +115,10 @@ impl Tool for RoutineTool {
         }
     }
 
+    fn needs(&self, _args: &Value) -> Vec<reef_core::Need> {
+        vec![reef_core::Need::Schedule]
+    }
+
     async fn call(&self, _ctx: &ToolContext, args: Value) -> Result<String, ToolError> {
         let (runtime, me) = self.ctx.me().await?;
         match self.kind {

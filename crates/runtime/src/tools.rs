@@ -224,6 +224,21 @@ impl Tool for RuntimeTool {
         }
     }
 
+    fn needs(&self, args: &Value) -> Vec<reef_core::Need> {
+        let text = |name: &str| args.get(name).and_then(Value::as_str).map(str::to_owned);
+        match self.kind {
+            Kind::Broadcast => text("room")
+                .map(reef_core::Need::Channel)
+                .into_iter()
+                .collect(),
+            Kind::SpawnAgent => text("template")
+                .map(reef_core::Need::Spawn)
+                .into_iter()
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<String, ToolError> {
         let (runtime, me) = self.ctx.me().await?;
         let raw = args.clone();

@@ -8,6 +8,7 @@ mod bench;
 mod bench_agent;
 mod bench_dashboard;
 mod bench_memory;
+mod cap;
 mod channels;
 mod chat;
 mod client;
@@ -68,6 +69,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Models { command } => models::models(&cli.overrides, command).await,
         Command::Memory { command } => memory::memory(&cli.overrides, command).await,
         Command::Audit { command } => audit::audit(&cli.overrides, command).await,
+        Command::Cap { command } => cap::cap(&cli.overrides, command).await,
         Command::Skills { command } => skills::skills(&cli.overrides, command).await,
         Command::Mcp { command } => mcp::mcp(&cli.overrides, command).await,
         Command::Trust(args) => trust::trust(args),

@@ -74,7 +74,7 @@ pub async fn replay(
         store.create_session(new).await?;
     }
     let opts = reef_agent::session_options(config, workspace);
-    let session = Session::resume(
+    let mut session = Session::resume(
         copy.clone(),
         client,
         tools.registry.clone(),
@@ -82,6 +82,7 @@ pub async fn replay(
         opts,
     )
     .await?;
+    session.set_rights(session::operator_rights(store)?);
     let mode = if json { Mode::Json } else { Mode::Human };
     let mut renderer = Renderer::new(mode);
     renderer.event(&session.configured_event(SubmissionId::new()));

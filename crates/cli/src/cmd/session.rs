@@ -98,6 +98,7 @@ pub async fn open(
         None => Session::create(model, tools, store.clone(), opts).await?,
     };
     let mut session = session;
+    session.set_rights(operator_rights(store)?);
     if let Some(skills) = skills {
         session.set_skills(skills);
     }
@@ -105,6 +106,25 @@ pub async fn open(
         session.set_mcp(mcp);
     }
     Ok(session)
+}
+
+/// The rights of the operator's own agent (`reef run`, `reef chat`): every tool, path, host,
+/// secret and room, and the shared memory, in a token minted for this session.
+pub fn operator_rights(store: &Store) -> anyhow::Result<Arc<reef_agent::Rights>> {
+    use reef_security::cap::{Grant, OPERATOR, Token};
+    let grant = Grant {
+        agent: reef_core::DEFAULT_AGENT.to_owned(),
+        by: OPERATOR.to_owned(),
+        capabilities: reef_core::Capabilities {
+            shared_memory_write: true,
+            ..reef_core::Capabilities::default()
+        },
+        budget: reef_core::Budget::default(),
+    };
+    let token = Token::mint(store.capability_root(), &grant)?;
+    Ok(Arc::new(reef_agent::Rights::new(
+        reef_agent::TokenSource::Fixed(Arc::new(token)),
+    )))
 }
 
 /// Opens config and store for a session-running command.

@@ -3,6 +3,7 @@
 
 mod audit;
 mod browser;
+mod caps;
 mod channels;
 mod commands;
 mod compaction;

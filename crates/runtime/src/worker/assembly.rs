@@ -30,6 +30,13 @@ pub(super) async fn open(
     ctx: Arc<AgentCtx>,
 ) -> Result<AgentHandle, OpenError> {
     let fatal = OpenError::Fatal;
+    // Agents made before tokens existed get theirs now.
+    crate::caps::ensure_token(rt.store(), record)
+        .await
+        .map_err(|err| match err {
+            RuntimeError::Store(_) => OpenError::Transient(err),
+            other => OpenError::Fatal(other),
+        })?;
     let model = model_for(rt, record.model.as_deref()).map_err(fatal)?;
     // One sandbox for the agent's built-in tools and its skills: one cgroup, one network log.
     let sandbox = sandbox_for(rt, record);
@@ -63,6 +70,9 @@ pub(super) async fn open(
     }
     session.set_memory(rt.inner.memory.clone());
     session.set_debugger(rt.debugger(record));
+    session.set_rights(Arc::new(reef_agent::Rights::new(
+        reef_agent::TokenSource::Stored,
+    )));
     let weak: Weak<Inner> = Arc::downgrade(&rt.inner);
     session.set_model_resolver(Arc::new(move |name: Option<&str>| {
         let rt = Runtime::from_weak(&weak).map_err(|e| e.to_string())?;

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod approvals;
+mod caps;
 mod daemon;
 mod debug;
 mod jobs;

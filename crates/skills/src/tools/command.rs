@@ -31,6 +31,11 @@ impl Tool for CommandTool {
         }
     }
 
+    fn needs(&self, _args: &serde_json::Value) -> Vec<reef_core::Need> {
+        // Its command runs in the agent's sandbox, which shows it the whole workspace.
+        vec![reef_core::Need::Workspace]
+    }
+
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<String, ToolError> {
         let m = &self.skill.manifest;
         let args =

@@ -55,6 +55,14 @@ impl Tool for CreateTool {
         }
     }
 
+    fn needs(&self, args: &serde_json::Value) -> Vec<reef_core::Need> {
+        let name = args.get("name").and_then(|n| n.as_str()).unwrap_or("");
+        vec![
+            reef_core::Need::SkillWrite,
+            reef_core::Need::Write(format!("skills/{name}/**")),
+        ]
+    }
+
     async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {
         let args: Args = parse_args(args)?;
         let workspace = ctx.workspace.clone();

@@ -49,6 +49,24 @@ impl Tool for WasmTool {
         }
     }
 
+    fn needs(&self, _args: &Value) -> Vec<reef_core::Need> {
+        use reef_core::Need;
+        let m = &self.skill.manifest;
+        let trusted = !matches!(self.skill.origin, Origin::Workspace { .. });
+        let mut needs = vec![if m.writes_workspace && trusted {
+            Need::Workspace
+        } else {
+            Need::Read("/".to_owned())
+        }];
+        if self.http.is_some() {
+            needs.extend(m.domains.iter().map(|d| Need::Domain(d.clone())));
+        }
+        if trusted {
+            needs.extend(m.secrets.iter().map(|s| Need::Secret(s.clone())));
+        }
+        needs
+    }
+
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<String, ToolError> {
         let m = &self.skill.manifest;
         let args =

@@ -1,10 +1,11 @@
 //! `edit_file`: exact-string replacement in a workspace file.
 
 use crate::args::parse_args;
+use crate::args::str_arg;
 use crate::builtin::BuiltinConfig;
 use crate::files::{Files, blocking, read_error, tool_error};
 use async_trait::async_trait;
-use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_core::{Need, Tool, ToolContext, ToolError, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -53,6 +54,13 @@ impl Tool for EditFileTool {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn needs(&self, args: &serde_json::Value) -> Vec<Need> {
+        str_arg(args, "path")
+            .map(|p| Need::Write(p.to_owned()))
+            .into_iter()
+            .collect()
     }
 
     async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {

@@ -2,11 +2,12 @@
 //! status, content type and body (HTML rendered as text).
 
 use crate::args::parse_args;
+use crate::args::str_arg;
 use crate::builtin::BuiltinConfig;
 use crate::builtin::net::{describe, pinned_client, read_capped, tls_config};
 use crate::text::looks_binary;
 use async_trait::async_trait;
-use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_core::{Need, Tool, ToolContext, ToolError, ToolSpec};
 use reef_security::SsrfPolicy;
 use reqwest::header::{
     AUTHORIZATION, CONTENT_TYPE, COOKIE, HeaderMap, HeaderName, HeaderValue, LOCATION,
@@ -247,6 +248,14 @@ impl Tool for HttpFetchTool {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn needs(&self, args: &serde_json::Value) -> Vec<Need> {
+        str_arg(args, "url")
+            .and_then(|u| Url::parse(u).ok())
+            .and_then(|u| u.host_str().map(|h| Need::Domain(h.to_owned())))
+            .into_iter()
+            .collect()
     }
 
     async fn call(&self, _ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {

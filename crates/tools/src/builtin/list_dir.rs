@@ -1,9 +1,10 @@
 //! `list_dir`: lists a workspace directory, optionally recursively (respecting .gitignore).
 
 use crate::args::parse_args;
+use crate::args::{dir_need, str_arg};
 use crate::files::{Files, blocking, tool_error};
 use async_trait::async_trait;
-use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_core::{Need, Tool, ToolContext, ToolError, ToolSpec};
 use reef_workspace::{Entry, Kind, RelPath, WalkEnd, WalkOptions, Workspace, WorkspaceError};
 use serde::Deserialize;
 use serde_json::json;
@@ -54,6 +55,10 @@ impl Tool for ListDirTool {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn needs(&self, args: &serde_json::Value) -> Vec<Need> {
+        vec![dir_need(str_arg(args, "path"))]
     }
 
     async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {

@@ -4,7 +4,7 @@
 
 use crate::args::parse_args;
 use async_trait::async_trait;
-use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_core::{Need, Tool, ToolContext, ToolError, ToolSpec};
 use reef_store::{Memory, NewMemory, SHARED_NAMESPACE, SearchMode, SearchRequest, StoreError};
 use serde::Deserialize;
 use serde_json::json;
@@ -110,6 +110,13 @@ impl Tool for MemorySave {
         }
     }
 
+    fn needs(&self, args: &serde_json::Value) -> Vec<Need> {
+        let shared = args.get("shared").and_then(|s| s.as_bool()) == Some(true);
+        vec![Need::MemoryWrite(
+            if shared { SHARED_NAMESPACE } else { "self" }.to_owned(),
+        )]
+    }
+
     async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {
         let args: SaveArgs = parse_args(args)?;
         let scope = &self.0.scope;
@@ -182,6 +189,13 @@ impl Tool for MemorySearch {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn needs(&self, _args: &serde_json::Value) -> Vec<Need> {
+        vec![
+            Need::MemoryRead("self".to_owned()),
+            Need::MemoryRead(SHARED_NAMESPACE.to_owned()),
+        ]
     }
 
     async fn call(&self, _ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {
@@ -257,6 +271,10 @@ impl Tool for MemoryForget {
         }
     }
 
+    fn needs(&self, _args: &serde_json::Value) -> Vec<Need> {
+        vec![Need::MemoryWrite("self".to_owned())]
+    }
+
     async fn call(&self, _ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {
         let args: ForgetArgs = parse_args(args)?;
         let forgotten = self
@@ -309,6 +327,10 @@ impl Tool for SessionSearch {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn needs(&self, _args: &serde_json::Value) -> Vec<Need> {
+        vec![Need::MemoryRead("self".to_owned())]
     }
 
     async fn call(&self, _ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {

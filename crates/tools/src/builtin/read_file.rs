@@ -1,11 +1,12 @@
 //! `read_file`: returns a text file from the workspace, whole or a line range.
 
 use crate::args::parse_args;
+use crate::args::str_arg;
 use crate::builtin::BuiltinConfig;
 use crate::files::{Files, blocking, read_error, tool_error};
 use crate::text::looks_binary;
 use async_trait::async_trait;
-use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_core::{Need, Tool, ToolContext, ToolError, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -55,6 +56,13 @@ impl Tool for ReadFileTool {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn needs(&self, args: &serde_json::Value) -> Vec<Need> {
+        str_arg(args, "path")
+            .map(|p| Need::Read(p.to_owned()))
+            .into_iter()
+            .collect()
     }
 
     async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {

@@ -1,11 +1,12 @@
 //! `search_files`: regex search over workspace files, honouring .gitignore and .ignore.
 
 use crate::args::parse_args;
+use crate::args::{dir_need, str_arg};
 use crate::files::{Files, blocking, tool_error};
 use crate::text::{clip_line, looks_binary};
 use async_trait::async_trait;
 use ignore::overrides::{Override, OverrideBuilder};
-use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_core::{Need, Tool, ToolContext, ToolError, ToolSpec};
 use reef_workspace::{Entry, Kind, RelPath, WalkOptions, Workspace};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
@@ -64,6 +65,10 @@ impl Tool for SearchFilesTool {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn needs(&self, args: &serde_json::Value) -> Vec<Need> {
+        vec![dir_need(str_arg(args, "path"))]
     }
 
     async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {

@@ -6,7 +6,7 @@ use crate::files::{Files, blocking, tool_error};
 use crate::secrets::Secrets;
 use crate::text::truncate_middle;
 use async_trait::async_trait;
-use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_core::{Need, Tool, ToolContext, ToolError, ToolSpec};
 use reef_sandbox::{ExecOutput, ExecRequest, Sandbox};
 use reef_workspace::{Kind, WorkspaceError};
 use serde::Deserialize;
@@ -105,6 +105,20 @@ impl Tool for ShellTool {
                 schema
             },
         }
+    }
+
+    fn needs(&self, args: &serde_json::Value) -> Vec<Need> {
+        // A command reads and writes anything in the workspace.
+        let mut needs = vec![Need::Workspace];
+        if let Some(names) = args.get("secrets").and_then(|s| s.as_array()) {
+            needs.extend(
+                names
+                    .iter()
+                    .filter_map(|n| n.as_str())
+                    .map(|n| Need::Secret(n.to_owned())),
+            );
+        }
+        needs
     }
 
     async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {

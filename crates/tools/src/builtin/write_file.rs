@@ -1,9 +1,10 @@
 //! `write_file`: creates or overwrites a file in the workspace, creating parent directories.
 
 use crate::args::parse_args;
+use crate::args::str_arg;
 use crate::files::{Files, blocking, tool_error};
 use async_trait::async_trait;
-use reef_core::{Tool, ToolContext, ToolError, ToolSpec};
+use reef_core::{Need, Tool, ToolContext, ToolError, ToolSpec};
 use reef_workspace::WorkspaceError;
 use serde::Deserialize;
 use serde_json::json;
@@ -44,6 +45,13 @@ impl Tool for WriteFileTool {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn needs(&self, args: &serde_json::Value) -> Vec<Need> {
+        str_arg(args, "path")
+            .map(|p| Need::Write(p.to_owned()))
+            .into_iter()
+            .collect()
     }
 
     async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {
