@@ -12,6 +12,7 @@ pub mod cap;
 mod commands;
 mod fingerprint;
 mod ip;
+pub mod leak;
 mod ssrf;
 pub mod webhook;
 

@@ -1,6 +1,8 @@
-//! reef-security integration tests: address classification, SSRF policy and command rules.
+//! reef-security integration tests: address classification, SSRF policy, command rules and
+//! the leak detector's corpus.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod classify;
 mod commands;
+mod leaks;
 mod ssrf;
