@@ -274,17 +274,64 @@ impl Capabilities {
 /// characters other than `/` (so `*` alone is a top-level file, or any tool name); anything
 /// else matches itself.
 pub fn pattern_matches(pattern: &str, value: &str) -> bool {
-    fn go(p: &[u8], v: &[u8]) -> bool {
-        match p {
-            [] => v.is_empty(),
-            [b'*', b'*', rest @ ..] => (0..=v.len()).any(|i| go(rest, &v[i..])),
-            [b'*', rest @ ..] => (1..=v.len())
-                .take_while(|&i| v[i - 1] != b'/')
-                .any(|i| go(rest, &v[i..])),
-            [c, rest @ ..] => v.first() == Some(c) && go(rest, &v[1..]),
+    /// One element of a pattern.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Tok {
+        Any,
+        Segment,
+        Byte(u8),
+    }
+    let p = pattern.as_bytes();
+    let mut toks = Vec::with_capacity(p.len());
+    let mut i = 0;
+    while i < p.len() {
+        if p[i..].starts_with(b"**") {
+            toks.push(Tok::Any);
+            i += 2;
+        } else if p[i] == b'*' {
+            toks.push(Tok::Segment);
+            i += 1;
+        } else {
+            toks.push(Tok::Byte(p[i]));
+            i += 1;
         }
     }
-    go(pattern.as_bytes(), value.as_bytes())
+    // Which prefixes of the value each prefix of the pattern matches, one pattern element at
+    // a time: linear in the value for each element, whatever the agent sends.
+    let v = value.as_bytes();
+    let mut row = vec![false; v.len() + 1];
+    row[0] = true;
+    for tok in toks {
+        let mut next = vec![false; v.len() + 1];
+        match tok {
+            Tok::Any => {
+                let mut reached = false;
+                for j in 0..=v.len() {
+                    reached |= row[j];
+                    next[j] = reached;
+                }
+            }
+            Tok::Segment => {
+                // One or more bytes other than `/` after a matched prefix.
+                let mut open = false;
+                for j in 1..=v.len() {
+                    if v[j - 1] == b'/' {
+                        open = false;
+                    } else {
+                        open |= row[j - 1];
+                    }
+                    next[j] = open;
+                }
+            }
+            Tok::Byte(c) => {
+                for j in 1..=v.len() {
+                    next[j] = row[j - 1] && v[j - 1] == c;
+                }
+            }
+        }
+        row = next;
+    }
+    row[v.len()]
 }
 
 /// The regular expression (anchored) that matches what [`pattern_matches`] matches.
@@ -293,7 +340,7 @@ pub fn pattern_regex(pattern: &str) -> String {
     let mut rest = pattern;
     while !rest.is_empty() {
         if let Some(tail) = rest.strip_prefix("**") {
-            out.push_str(".*");
+            out.push_str("(?s:.*)");
             rest = tail;
         } else if let Some(tail) = rest.strip_prefix('*') {
             out.push_str("[^/]+");
@@ -362,6 +409,10 @@ pub enum Need {
     Read(String),
     /// Writing a workspace path.
     Write(String),
+    /// Reading everything beneath a workspace directory (listing or searching it).
+    ReadTree(String),
+    /// Writing beneath a workspace directory (making a skill's folder).
+    WriteTree(String),
     /// Reading and writing anything in the workspace (what a shell can do).
     Workspace,
     /// Reaching a host.
@@ -387,8 +438,8 @@ impl Need {
     pub fn kind(&self) -> &'static str {
         match self {
             Need::Tool(_) => "tool",
-            Need::Read(_) | Need::Workspace => "read",
-            Need::Write(_) => "write",
+            Need::Read(_) | Need::ReadTree(_) | Need::Workspace => "read",
+            Need::Write(_) | Need::WriteTree(_) => "write",
             Need::Domain(_) => "domain",
             Need::Spawn(_) => "spawn",
             Need::MemoryRead(_) => "memory_read",
@@ -401,7 +452,9 @@ impl Need {
     }
 
     /// The value a right's pattern must match. The whole workspace is `/`, which only `**`
-    /// matches among workspace patterns.
+    /// matches among workspace patterns; so is a path that is absolute or climbs out of the
+    /// workspace. A directory's tree is the directory with a trailing `/`, which `dir/**` and
+    /// `**` match but `dir/*` does not.
     pub fn value(&self) -> String {
         match self {
             Need::Tool(v)
@@ -410,7 +463,8 @@ impl Need {
             | Need::MemoryWrite(v)
             | Need::Secret(v)
             | Need::Channel(v) => v.clone(),
-            Need::Read(p) | Need::Write(p) => normalize_path(p),
+            Need::Read(p) | Need::Write(p) => workspace_value(p, false),
+            Need::ReadTree(p) | Need::WriteTree(p) => workspace_value(p, true),
             Need::Domain(host) => host.trim_end_matches('.').to_ascii_lowercase(),
             Need::Workspace => "/".to_owned(),
             Need::Schedule | Need::SkillWrite => String::new(),
@@ -426,12 +480,36 @@ impl Need {
     }
 }
 
+/// A workspace path as a right's pattern must match it (see [`Need::value`]).
+fn workspace_value(path: &str, tree: bool) -> String {
+    let path = normalize_path(path);
+    if path.starts_with('/') || path == ".." || path.starts_with("../") {
+        return "/".to_owned();
+    }
+    match (tree, path.is_empty()) {
+        (true, true) => "/".to_owned(),
+        (true, false) => format!("{path}/"),
+        (false, _) => path,
+    }
+}
+
+impl Need {
+    fn shown(&self, path: &str) -> String {
+        match self.value().as_str() {
+            "/" if normalize_path(path).is_empty() => "the workspace".to_owned(),
+            _ => normalize_path(path),
+        }
+    }
+}
+
 impl fmt::Display for Need {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Need::Tool(t) => write!(f, "call the tool `{t}`"),
             Need::Read(p) => write!(f, "read `{}`", normalize_path(p)),
             Need::Write(p) => write!(f, "write `{}`", normalize_path(p)),
+            Need::ReadTree(p) => write!(f, "read everything in `{}`", self.shown(p)),
+            Need::WriteTree(p) => write!(f, "write in `{}`", self.shown(p)),
             Need::Workspace => f.write_str("read and write the whole workspace"),
             Need::Domain(_) => write!(f, "reach the host `{}`", self.value()),
             Need::Spawn(t) => write!(f, "spawn from the template `{t}`"),
@@ -486,6 +564,36 @@ mod tests {
             let re = regex::Regex::new(&pattern_regex(pattern)).unwrap();
             assert_eq!(re.is_match(value), expected, "regex of {pattern} ~ {value}");
         }
+    }
+
+    #[test]
+    fn matching_is_linear_in_what_the_agent_sends() {
+        let long = format!("/{}x", "docs/".repeat(20_000));
+        assert!(!pattern_matches("**/docs/**/docs/**/*.md", &long));
+        assert!(pattern_matches("**/docs/**/x", &long));
+        assert!(pattern_matches("**", "a\nb"));
+        let re = regex::Regex::new(&pattern_regex("**")).unwrap();
+        assert!(re.is_match("a\nb"));
+    }
+
+    #[test]
+    fn a_tree_needs_more_than_its_top_level_and_absolute_paths_need_everything() {
+        let tree = Need::ReadTree("notes".into()).value();
+        assert_eq!(tree, "notes/");
+        assert!(pattern_matches("notes/**", &tree) && pattern_matches("**", &tree));
+        assert!(!pattern_matches("notes/*", &tree));
+        assert!(!pattern_matches(
+            "**/*",
+            &Need::ReadTree("secret.txt".into()).value()
+        ));
+        assert_eq!(Need::ReadTree(String::new()).value(), "/");
+        assert_eq!(
+            Need::Read("/home/u/agents/notes/workspace/.env".into()).value(),
+            "/"
+        );
+        assert_eq!(Need::Read("../outside".into()).value(), "/");
+        assert!(!pattern_matches("**/notes/**", "/"));
+        assert!(!pattern_matches("*/**", "/"));
     }
 
     #[test]

@@ -115,6 +115,15 @@ impl Runtime {
                 .await;
                 return Err(RuntimeError::Denied(why));
             }
+            // The parent's token as it is now (a routine's spawn comes here without a call).
+            let need = [reef_core::Need::Spawn(req.template.clone())];
+            let rights = reef_agent::Rights::new(reef_agent::TokenSource::Stored);
+            if let Err(refusal) = rights.decide(&self.inner.store, &parent.name, &need).await {
+                let data = serde_json::json!({"right": "spawn", "template": req.template,
+                                              "name": req.name, "reason": refusal.reason});
+                self.audit_denial(parent, data).await;
+                return Err(RuntimeError::Denied(refusal.reason));
+            }
             if let Err(why) = capabilities.within(&parent.capabilities) {
                 clamped.push(why);
                 capabilities = capabilities.clamped_to(&parent.capabilities);

@@ -35,7 +35,8 @@ impl From<CapError> for RuntimeError {
 }
 
 /// The agent's token, minted now if it has none: as its parent's token narrowed to the
-/// agent's capabilities when the parent has a token that verifies, otherwise from the root key.
+/// agent's capabilities (the parent's minted first if it has none), from the root key for an
+/// agent without a parent.
 pub async fn ensure_token(store: &Store, agent: &AgentRecord) -> Result<Token, RuntimeError> {
     let root = store.capability_root();
     if let Some(state) = store.capability_state(&agent.name).await?
@@ -47,37 +48,30 @@ pub async fn ensure_token(store: &Store, agent: &AgentRecord) -> Result<Token, R
         Some(id) => store.get_agent(id).await?,
         None => None,
     };
-    let parent_token = match &parent {
-        Some(parent) => match store.capability_state(&parent.name).await? {
-            Some(state) => state.token,
-            None => None,
-        },
-        None => None,
-    };
     let grant = |by: &str| Grant {
         agent: agent.name.clone(),
         by: by.to_owned(),
         capabilities: agent.capabilities.clone(),
         budget: agent.budget.clone(),
     };
-    let token = match (parent, parent_token) {
-        // A parent whose token does not verify cannot hand anything on: the child's would not
-        // verify either, which is what the check then reports.
-        (Some(parent), Some(text)) => Token::parse(&text, root)?.attenuate(&grant(&parent.name))?,
-        _ => Token::mint(root, &grant(OPERATOR))?,
+    let token = match &parent {
+        // A parent whose token does not verify cannot hand anything on: the error says so.
+        Some(parent) => Box::pin(ensure_token(store, parent))
+            .await?
+            .attenuate(&grant(&parent.name))?,
+        None => Token::mint(root, &grant(OPERATOR))?,
     };
-    store
-        .set_agent_token(
-            &agent.id,
-            token.text(),
-            None,
-            "cap.minted",
-            json!({"by": token.grants().last().map(|g| g.by.clone()),
-                   "blocks": token.grants().len(),
-                   "revocation_ids": token.revocation_ids()}),
-        )
-        .await?;
-    Ok(token)
+    let data = json!({"by": token.grants().last().map(|g| g.by.clone()),
+                      "blocks": token.grants().len(),
+                      "revocation_ids": token.revocation_ids()});
+    match store
+        .init_agent_token(&agent.id, token.text(), data)
+        .await?
+    {
+        None => Ok(token),
+        // Another process minted one first: that one is the agent's.
+        Some(text) => Ok(Token::parse(&text, root)?),
+    }
 }
 
 /// Widens `name`'s capabilities by `rights` (see [`reef_core::RIGHT_FORMS`]) and mints it a
@@ -113,9 +107,10 @@ pub async fn grant(store: &Store, name: &str, rights: &[String]) -> Result<Token
     Ok(token)
 }
 
-/// Revokes `id` (one of the revocation ids of `name`'s token), or the newest block of its
-/// token: the agent and every agent whose token descends from it fail their next check.
-/// Returns the ids revoked.
+/// Revokes `id` (8 or more of the first characters of one of the revocation ids of `name`'s
+/// token), or the newest block of its token and of each of its descendants' tokens: the agent
+/// and every agent whose token holds one of those blocks fail their next check. Returns the
+/// ids revoked.
 pub async fn revoke(
     store: &Store,
     name: &str,
@@ -159,14 +154,40 @@ pub async fn revoke(
         }
         None => ids.last().cloned().unwrap_or_default(),
     };
+    let mut revoked = vec![chosen];
+    // The agent's descendants by spawning: a child minted from the root key (its parent had
+    // none) or holding an older token of its parent (before a grant) does not hold the id
+    // revoked above, so each one's own newest block is revoked too.
+    if id.is_none() {
+        for agent in descendants(store, &report.agent).await? {
+            if let Some(Ok(token)) = show(store, &agent.name).await?.token
+                && let Some(own) = token.revocation_ids().pop()
+                && !revoked.contains(&own)
+            {
+                revoked.push(own);
+            }
+        }
+    }
     store
-        .revoke_tokens(
-            &report.agent.name,
-            std::slice::from_ref(&chosen),
-            "revoked by the operator",
-        )
+        .revoke_tokens(&report.agent.name, &revoked, "revoked by the operator")
         .await?;
-    Ok(vec![chosen])
+    Ok(revoked)
+}
+
+/// Every agent spawned by `agent`, by its children and theirs.
+async fn descendants(store: &Store, agent: &AgentRecord) -> Result<Vec<AgentRecord>, RuntimeError> {
+    let all = store.list_agents().await?;
+    let mut out: Vec<AgentRecord> = Vec::new();
+    let mut frontier = vec![agent.id.clone()];
+    while let Some(parent) = frontier.pop() {
+        for child in all.iter().filter(|a| a.parent.as_ref() == Some(&parent)) {
+            if !out.iter().any(|o| o.id == child.id) {
+                frontier.push(child.id.clone());
+                out.push(child.clone());
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// `name`'s token, verified, and which of its blocks are revoked.

@@ -244,7 +244,7 @@ impl Runtime {
         match rights.decide(&self.inner.store, &agent.name, &needs).await {
             Ok(()) => Ok(()),
             Err(refusal) => {
-                let mut data = json!({"tool": name, "reason": refusal.reason, "approved": true});
+                let mut data = json!({"tool": name, "reason": refusal.reason, "at_approval": true});
                 if let (Some(obj), Some(detail)) =
                     (data.as_object_mut(), refusal.detail.as_object())
                 {

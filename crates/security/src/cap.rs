@@ -85,6 +85,14 @@ pub enum Denial {
         holder: String,
         by: String,
     },
+    /// The authorizer stopped without a decision (its time limit): refused, since nothing
+    /// granted it. A retry may pass.
+    #[error("`{agent}` may not {need}: the check could not decide ({error})")]
+    Undecided {
+        agent: String,
+        need: Need,
+        error: String,
+    },
 }
 
 impl Denial {
@@ -97,6 +105,10 @@ impl Denial {
             } => {
                 serde_json::json!({"right": need.kind(), "value": need.value(),
                                    "holder": holder, "by": by})
+            }
+            Denial::Undecided { need, error, .. } => {
+                serde_json::json!({"right": need.kind(), "value": need.value(),
+                                   "undecided": error})
             }
         }
     }
@@ -216,16 +228,25 @@ impl Token {
         }
         for need in needs {
             for (kind, value) in need.expand() {
-                if !self.decide(kind, &value) {
-                    return Err(self.explain(need));
+                match self.decide(kind, &value) {
+                    Ok(true) => {}
+                    Ok(false) => return Err(self.explain(need)),
+                    Err(error) => {
+                        return Err(Denial::Undecided {
+                            agent: self.agent().to_owned(),
+                            need: need.clone(),
+                            error,
+                        });
+                    }
                 }
             }
         }
         Ok(())
     }
 
-    /// One run of the biscuit authorizer for `request(kind, value)`.
-    fn decide(&self, kind: &str, value: &str) -> bool {
+    /// One run of the biscuit authorizer for `request(kind, value)`: whether a policy allowed
+    /// it and every check passed, or why it could not tell.
+    fn decide(&self, kind: &str, value: &str) -> Result<bool, String> {
         let params = HashMap::from([
             ("k".to_owned(), Term::Str(kind.to_owned())),
             ("v".to_owned(), Term::Str(value.to_owned())),
@@ -245,9 +266,11 @@ impl Token {
                 })
             })
             .and_then(|b| b.build(&self.biscuit));
-        match authorizer {
-            Ok(mut authorizer) => authorizer.authorize().is_ok(),
-            Err(_) => false,
+        let mut authorizer = authorizer.map_err(|e| e.to_string())?;
+        match authorizer.authorize() {
+            Ok(_) => Ok(true),
+            Err(biscuit_auth::error::Token::FailedLogic(_)) => Ok(false),
+            Err(other) => Err(other.to_string()),
         }
     }
 
@@ -264,13 +287,16 @@ impl Token {
             agent: self.agent().to_owned(),
             need: need.clone(),
             holder: refusing.map_or_else(|| self.agent().to_owned(), |g| g.agent.clone()),
-            by: refusing.map_or_else(|| "its token".to_owned(), |g| g.by.clone()),
+            by: refusing.map_or_else(String::new, |g| g.by.clone()),
         }
     }
 }
 
 /// Which block refused, in words.
 fn whose(agent: &str, holder: &str, by: &str) -> String {
+    if by.is_empty() {
+        return "its token's checks do not include that".to_owned();
+    }
     let by = if by == OPERATOR {
         "the operator".to_owned()
     } else {

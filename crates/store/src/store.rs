@@ -77,7 +77,8 @@ impl Store {
         let key_path = crate::key_file::audit_key_path(path);
         let (key, made) = crate::key_file::load_or_create(&key_path, KeyKind::Audit)?;
         let cap_path = crate::key_file::cap_key_path(path);
-        let (cap_secret, _) = crate::key_file::load_or_create(&cap_path, KeyKind::CapabilityRoot)?;
+        let (cap_secret, cap_made) =
+            crate::key_file::load_or_create(&cap_path, KeyKind::CapabilityRoot)?;
         let cap_root = cap_root(&cap_secret, &cap_path)?;
         let conn = Connection::open(path).map_err(open_err)?;
         configure(&conn, true).map_err(open_err)?;
@@ -93,6 +94,14 @@ impl Store {
                 tracing::warn!(path = %key_path.display(), error = %err, "cannot remove a key just made");
             }
             return Err(crate::key_file::KeyError::Missing { path: key_path }.into());
+        }
+        if cap_made && store.any_agent_token()? {
+            tracing::warn!(
+                path = %cap_path.display(),
+                "a new capability root key was made, but agents hold tokens minted under the old \
+                 one: their calls are refused until `reef cap grant AGENT` mints new ones (or the \
+                 old key is restored)"
+            );
         }
         Ok(store)
     }
@@ -184,7 +193,7 @@ impl Store {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Db> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Db> {
         // A panic inside a closure cannot leave a transaction open (it rolls back on drop),
         // so the connection is still usable after poisoning.
         self.db.lock().unwrap_or_else(PoisonError::into_inner)

@@ -18,9 +18,9 @@ pub struct CapabilityState {
 }
 
 impl Store {
-    /// Keeps `token` as the agent's and writes the audit record `kind` (`cap.minted` for a new
-    /// agent's, `cap.granted` when the operator widened its rights) with `data`. With
-    /// `capabilities`, the agent's stored capabilities become those (a grant).
+    /// Keeps `token` as the agent's and writes the audit record `kind` (`cap.granted` when the
+    /// operator widened its rights or minted it anew) with `data`. With `capabilities`, the
+    /// agent's stored capabilities become those.
     pub async fn set_agent_token(
         &self,
         id: &AgentId,
@@ -62,6 +62,49 @@ impl Store {
             Ok(())
         })
         .await
+    }
+
+    /// Keeps `token` as the agent's first token, with its `cap.minted` record, unless it
+    /// already has one: then nothing is written and the token it has is returned (two
+    /// processes minting at once agree on one).
+    pub async fn init_agent_token(
+        &self,
+        id: &AgentId,
+        token: &str,
+        data: Value,
+    ) -> Result<Option<String>, StoreError> {
+        let id = id.clone();
+        let token = token.to_owned();
+        self.run(move |db| {
+            let now = db.clock.now();
+            let tx = db
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let row: Option<(String, Option<String>)> = tx
+                .prepare_cached("SELECT name, token FROM agents WHERE id = ?1")?
+                .query_row(params![id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let (name, existing) =
+                row.ok_or_else(|| StoreError::NotFound(format!("agent {id}")))?;
+            if existing.is_some() {
+                return Ok(existing);
+            }
+            tx.prepare_cached("UPDATE agents SET token = ?1, updated_at = ?2 WHERE id = ?3")?
+                .execute(params![token, now, id.as_str()])?;
+            insert_audit(&tx, &now, "cap.minted", Some(&name), &data)?;
+            tx.commit()?;
+            Ok(None)
+        })
+        .await
+    }
+
+    /// Whether any agent holds a token (a new root key would make them all fail).
+    pub(crate) fn any_agent_token(&self) -> Result<bool, StoreError> {
+        let db = self.lock();
+        Ok(db
+            .conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM agents WHERE token IS NOT NULL)")?
+            .query_row([], |r| r.get(0))?)
     }
 
     /// The agent's token and every revoked id, or `None` when no agent has that name.

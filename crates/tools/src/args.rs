@@ -1,7 +1,7 @@
 //! Argument parsing shared by the built-in tools: strict deserialisation with errors that
 //! name the offending field.
 
-use reef_core::{Need, ToolError, normalize_path};
+use reef_core::{Need, ToolError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -33,10 +33,5 @@ pub fn str_arg<'a>(args: &'a Value, name: &str) -> Option<&'a str> {
 /// What reading the directory `path` (the workspace when absent) needs: everything beneath
 /// it, which for the workspace itself only the `**` right grants.
 pub fn dir_need(path: Option<&str>) -> Need {
-    let dir = normalize_path(path.unwrap_or(""));
-    if dir.is_empty() {
-        Need::Read("/".to_owned())
-    } else {
-        Need::Read(format!("{}/**", dir.trim_end_matches('/')))
-    }
+    Need::ReadTree(path.unwrap_or("").to_owned())
 }

@@ -52,7 +52,7 @@ pub async fn cap(overrides: &[String], command: CapCommand) -> anyhow::Result<u8
             let reached = descendants(&store, &ids).await?;
             let shown: Vec<&str> = ids.iter().map(|id| caps::short_id(id)).collect();
             println!(
-                "revoked {} of {agent}'s token; these agents fail their next check: {}",
+                "revoked {}; these agents fail their next check: {}",
                 shown.join(", "),
                 reached.join(", ")
             );

@@ -300,6 +300,6 @@ async fn a_command_approved_after_its_agent_was_revoked_does_not_run() {
         })
         .await
         .unwrap();
-    assert_eq!(denied[0].data["approved"], true, "{denied:?}");
+    assert_eq!(denied[0].data["at_approval"], true, "{denied:?}");
     rt.shutdown().await;
 }

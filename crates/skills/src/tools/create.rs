@@ -59,7 +59,7 @@ impl Tool for CreateTool {
         let name = args.get("name").and_then(|n| n.as_str()).unwrap_or("");
         vec![
             reef_core::Need::SkillWrite,
-            reef_core::Need::Write(format!("skills/{name}/**")),
+            reef_core::Need::WriteTree(format!("skills/{name}")),
         ]
     }
 

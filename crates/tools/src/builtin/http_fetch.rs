@@ -124,6 +124,13 @@ impl HttpFetchTool {
                     method = HttpMethod::Get;
                     body = None;
                 }
+                // Another host is another right: the agent's token was checked for this one.
+                if next.host_str() != url.host_str() {
+                    return Err(ToolError::Denied(format!(
+                        "{url} redirects to another host, {next}; the redirect is not followed. \
+                         Call http_fetch with that URL to fetch it"
+                    )));
+                }
                 if next.origin() != url.origin() {
                     for name in [AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION] {
                         headers.remove(name);
@@ -211,6 +218,11 @@ fn build_headers(headers: &BTreeMap<String, String>) -> Result<HeaderMap, ToolEr
         let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
             ToolError::InvalidArguments(format!("headers: {name:?} is not a valid header name"))
         })?;
+        if header == reqwest::header::HOST {
+            return Err(ToolError::InvalidArguments(
+                "headers: Host is set from the url; it cannot be given".into(),
+            ));
+        }
         let value = HeaderValue::from_str(value).map_err(|_| {
             ToolError::InvalidArguments(format!("headers: the value of {name} is not valid"))
         })?;
