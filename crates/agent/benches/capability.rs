@@ -2,7 +2,8 @@
 //! process. Measured, each `CALLS` times after a warm-up:
 //! - the tool call: `read_file` of a small file, called directly;
 //! - the token check alone: `Token::check` of the call's needs (one biscuit authorizer run per
-//!   need, the revocation ids against a set);
+//!   need the token has not decided before, the revocation ids against a set), for a path never
+//!   asked about and for the same call again;
 //! - the whole check a daemon agent's call passes: its token and the revoked ids read from the
 //!   SQLite store, then the token check (`Rights::decide`).
 //!
@@ -132,6 +133,20 @@ fn main() {
             }
         })
         .await;
+        // A path not asked about before each time: the authorizer runs.
+        let mut n = 0u64;
+        let first = measure(|| {
+            n += 1;
+            let needs = [
+                Need::Tool("read_file".into()),
+                Need::Read(format!("notes/{n}.md")),
+            ];
+            let token = &token;
+            async move {
+                token.check(&needs, |_| false).unwrap();
+            }
+        })
+        .await;
         let rights = Rights::new(TokenSource::Stored);
         let decide = measure(|| {
             let (rights, store, needs) = (&rights, &store, &needs);
@@ -145,7 +160,8 @@ fn main() {
         println!("{:<44} {:>10} {:>10} {:>9}", "", "p50", "p99", "p50/call");
         for (label, (p50, p99)) in [
             ("read_file call (the tool itself)", call),
-            ("token check alone (biscuit, per call)", check),
+            ("token check, a path never asked before", first),
+            ("token check, the same call again", check),
             ("full check (store read + token check)", decide),
         ] {
             println!(

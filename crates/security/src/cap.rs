@@ -8,6 +8,7 @@ use biscuit_auth::{Algorithm, Biscuit, KeyPair, PrivateKey, PublicKey};
 use reef_core::{Budget, Capabilities, Need, name_pattern, pattern_matches, pattern_regex};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// Who holds the authority block's rights when no agent delegated them.
@@ -114,12 +115,17 @@ impl Denial {
     }
 }
 
+/// Decisions kept per token: a token never changes, so the same request always gets the same
+/// answer (revocation is checked apart, at every call).
+const MAX_KEPT_DECISIONS: usize = 4096;
+
 /// A verified token.
 #[derive(Clone, Debug)]
 pub struct Token {
     biscuit: Biscuit,
     text: String,
     grants: Vec<Grant>,
+    decided: Arc<Mutex<HashMap<(String, String), bool>>>,
 }
 
 impl Token {
@@ -190,6 +196,7 @@ impl Token {
             biscuit,
             text,
             grants,
+            decided: Arc::default(),
         })
     }
 
@@ -247,6 +254,26 @@ impl Token {
     /// One run of the biscuit authorizer for `request(kind, value)`: whether a policy allowed
     /// it and every check passed, or why it could not tell.
     fn decide(&self, kind: &str, value: &str) -> Result<bool, String> {
+        let key = (kind.to_owned(), value.to_owned());
+        let known = self
+            .decided
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .copied();
+        if let Some(allowed) = known {
+            return Ok(allowed);
+        }
+        let allowed = self.authorize(kind, value)?;
+        let mut decided = self.decided.lock().unwrap_or_else(PoisonError::into_inner);
+        if decided.len() >= MAX_KEPT_DECISIONS {
+            decided.clear();
+        }
+        decided.insert(key, allowed);
+        Ok(allowed)
+    }
+
+    fn authorize(&self, kind: &str, value: &str) -> Result<bool, String> {
         let params = HashMap::from([
             ("k".to_owned(), Term::Str(kind.to_owned())),
             ("v".to_owned(), Term::Str(value.to_owned())),
