@@ -83,46 +83,11 @@ impl Runtime {
         };
         let mut clamped = Vec::new();
         if let Some(parent) = parent {
-            if !parent.capabilities.spawn {
-                let why = format!(
-                    "agent `{}` may not spawn agents (its template does not grant spawn)",
-                    parent.name
-                );
-                self.audit_denial(
-                    parent,
-                    serde_json::json!({"right": "spawn", "template": req.template,
-                                       "name": req.name, "reason": why}),
-                )
-                .await;
-                return Err(RuntimeError::Denied(why));
-            }
-            let templates = &parent.capabilities.templates;
-            if !templates
-                .iter()
-                .any(|p| reef_core::pattern_matches(&reef_core::name_pattern(p), &req.template))
-            {
-                let why = format!(
-                    "agent `{}` may not spawn from the template `{}` (it may spawn from: {})",
-                    parent.name,
-                    req.template,
-                    templates.join(", ")
-                );
-                self.audit_denial(
-                    parent,
-                    serde_json::json!({"right": "spawn", "template": req.template,
-                                       "name": req.name, "reason": why}),
-                )
-                .await;
-                return Err(RuntimeError::Denied(why));
-            }
-            // The parent's token as it is now (a routine's spawn comes here without a call).
-            let need = [reef_core::Need::Spawn(req.template.clone())];
-            let rights = reef_agent::Rights::new(reef_agent::TokenSource::Stored);
-            if let Err(refusal) = rights.decide(&self.inner.store, &parent.name, &need).await {
+            if let Some(why) = self.spawn_refused(parent, &req.template).await? {
                 let data = serde_json::json!({"right": "spawn", "template": req.template,
-                                              "name": req.name, "reason": refusal.reason});
+                                              "name": req.name, "reason": why});
                 self.audit_denial(parent, data).await;
-                return Err(RuntimeError::Denied(refusal.reason));
+                return Err(RuntimeError::Denied(why));
             }
             if let Err(why) = capabilities.within(&parent.capabilities) {
                 clamped.push(why);
@@ -174,6 +139,30 @@ impl Runtime {
         }
         self.inner.bus.poke();
         Ok(Spawned { agent, clamped })
+    }
+
+    /// Why `parent` may not spawn from `template`, if it may not: its template lacks the spawn
+    /// right, or its token (as it is now, minted first if it has none) does not grant that
+    /// template. A routine's spawn comes here without a tool call, so the token is checked here.
+    async fn spawn_refused(
+        &self,
+        parent: &AgentRecord,
+        template: &str,
+    ) -> Result<Option<String>, RuntimeError> {
+        if !parent.capabilities.spawn {
+            return Ok(Some(format!(
+                "agent `{}` may not spawn agents (its template does not grant spawn)",
+                parent.name
+            )));
+        }
+        crate::caps::ensure_token(&self.inner.store, parent).await?;
+        let need = [reef_core::Need::Spawn(template.to_owned())];
+        let rights = reef_agent::Rights::new(reef_agent::TokenSource::Stored);
+        Ok(rights
+            .decide(&self.inner.store, &parent.name, &need)
+            .await
+            .err()
+            .map(|refusal| refusal.reason))
     }
 
     /// Every agent, oldest first.

@@ -146,6 +146,17 @@ async fn a_child_gets_no_right_its_manager_lacks_and_revoking_the_manager_stops_
     }
     // What the parent holds, the child may do: the read runs (the file is simply missing).
     assert!(!results[3].starts_with("denied"), "{results:?}");
+    // A template lead's token does not name is refused, whoever asks (a routine, the API).
+    let lead = rt.get_agent("lead").await.unwrap();
+    let refused = rt
+        .spawn_agent(spawn("coder1", "coder"), Some(&lead))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("`lead` may not spawn from the template `coder`"),
+        "{refused}"
+    );
     let kid_record = rt.get_agent("kid").await.unwrap();
     assert!(!kid_record.capabilities.allows_tool("write_file"));
 
