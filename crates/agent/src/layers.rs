@@ -56,6 +56,7 @@ pub fn mcp_hub(
         policy,
         servers_dir: config.home.join("mcp"),
         secrets: config.secrets.clone(),
+        vault: Some(config.vault.clone()),
     };
     Some(std::sync::Arc::new(reef_mcp::McpHub::new(
         &config.mcp,

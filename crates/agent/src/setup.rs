@@ -8,7 +8,7 @@ use reef_llm::{EmbedderSettings, ProviderSettings};
 use reef_sandbox::{HelperCommand, Limits, NetworkMode, Sandbox, SandboxBackend, SandboxPolicy};
 use reef_store::Store;
 use reef_tools::{BuiltinConfig, ToolRegistry};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,8 +75,8 @@ pub fn policy_from_config(config: &Config, helper: Option<HelperCommand>) -> San
 
 /// What tools never see, besides the system secrets the sandbox always hides: the user's
 /// credential directories, reef's home (an agent's own workspace inside it stays visible),
-/// the store with its journal files, audit key and capability root key wherever it lives, and
-/// every secret file.
+/// the store with its journal files, audit key and capability root key wherever it lives, the
+/// vault and its key file, and every secret file.
 fn hidden_paths(config: &Config) -> Vec<PathBuf> {
     let mut hidden = config
         .user_home
@@ -95,8 +95,11 @@ fn hidden_paths(config: &Config) -> Vec<PathBuf> {
     hidden.push(reef_store::cap_key_path(&config.store_path));
     hidden.extend(config.secrets.iter().filter_map(|s| match &s.source {
         reef_core::SecretSource::File(path) => Some(path.clone()),
-        reef_core::SecretSource::Env(_) => None,
+        reef_core::SecretSource::Env(_) | reef_core::SecretSource::Vault => None,
     }));
+    // The vault and the file holding its passphrase.
+    hidden.push(config.vault.path().to_path_buf());
+    hidden.extend(config.vault.key_file().map(Path::to_path_buf));
     hidden
 }
 
@@ -167,6 +170,7 @@ pub fn builtin_registry_in(config: &Config, sandbox: Arc<Sandbox>) -> ToolRegist
         http_allow_private: config.tools.http_allow_private,
         http_timeout_secs: config.tools.http_timeout_secs,
         secrets: config.secrets.clone(),
+        vault: Some(config.vault.clone()),
         ..BuiltinConfig::default()
     };
     reef_tools::builtin_registry(sandbox, tools)

@@ -116,6 +116,12 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::cap_args::CapCommand,
     },
+    /// The encrypted vault of secrets: set (value typed or piped, never an argument), list
+    /// with policies and last use, rm, rotate a value or the passphrase.
+    Secrets {
+        #[command(subcommand)]
+        command: crate::secrets_args::SecretsCommand,
+    },
     /// Long-term memory: add, search, list, forget, import a folder of notes.
     Memory {
         #[command(subcommand)]

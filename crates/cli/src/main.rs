@@ -13,8 +13,10 @@ mod daemon_args;
 mod exit;
 mod home;
 mod mcp_args;
+mod passphrase;
 mod render;
 mod routine_args;
+mod secrets_args;
 mod skill_args;
 
 use clap::Parser;

@@ -25,6 +25,7 @@ mod secret;
 mod secrets;
 mod skills;
 mod trust;
+mod vault;
 mod windows;
 
 pub use agent::AgentConfig;
@@ -53,9 +54,10 @@ pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,
 };
 pub use secret::Secret;
-pub use secrets::read_secret;
+pub use secrets::{check_secret_name, read_secret};
 pub use skills::SkillsConfig;
 pub use trust::{TRUST_FILE, TrustStatus, Trusted, TrustedFile, trust, trusted_files, untrust};
+pub use vault::{PASSPHRASE_ENV, VAULT_FILE, Vault, VaultAccessError};
 pub use windows::default_context_tokens;
 
 /// The file name looked up in the home and the project directory.

@@ -10,7 +10,7 @@ use std::path::Path;
 pub(crate) const MAX_PROJECT_FILE: u64 = 1024 * 1024;
 
 /// Key families a project file may set only when trusted: (prefix, shown as, why).
-const RESTRICTED: [(&str, &str, &str); 17] = [
+const RESTRICTED: [(&str, &str, &str); 18] = [
     (
         "prices",
         "prices.*",
@@ -26,6 +26,11 @@ const RESTRICTED: [(&str, &str, &str); 17] = [
         "secrets",
         "secrets.*",
         "it could hand your secrets to tools",
+    ),
+    (
+        "vault",
+        "vault.*",
+        "it could unlock your vault with a key file it names",
     ),
     (
         "approvals",

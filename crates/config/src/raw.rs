@@ -25,6 +25,7 @@ pub(crate) struct ConfigToml {
     pub memory: Option<crate::memory::MemoryToml>,
     #[serde(default)]
     pub secrets: BTreeMap<String, SecretToml>,
+    pub vault: Option<VaultToml>,
     #[serde(default)]
     pub channels: BTreeMap<String, crate::channels::ChannelToml>,
     /// `[operators] CHANNEL = ["nick!user@host", …]`.
@@ -46,6 +47,17 @@ pub(crate) struct SecretToml {
     pub env: Option<String>,
     pub file: Option<String>,
     pub description: Option<String>,
+    /// `always` (default), `with-approval` or `only-for`.
+    pub policy: Option<String>,
+    /// `tool:NAME`, `skill:NAME`, `domain:HOST`: who an `only-for` secret may be given to.
+    pub only_for: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct VaultToml {
+    /// A file whose content is the vault's passphrase.
+    pub key_file: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -102,8 +102,11 @@ pub struct Config {
     pub memory: crate::memory::MemoryConfig,
     /// No provider was configured: `local` (the embedded default model) was added.
     pub implicit_local: bool,
-    /// `[secrets.NAME]`, sorted by name: where each value lives, never the value.
+    /// `[secrets.NAME]` and the vault's secrets, sorted by name: where each value lives,
+    /// never the value.
     pub secrets: Vec<reef_core::SecretSpec>,
+    /// `$REEF_HOME/vault` and the key this process unlocked it with.
+    pub vault: std::sync::Arc<crate::Vault>,
     /// `[channels.NAME]` with their `[operators]`, by name.
     pub channels: BTreeMap<String, crate::channels::ChannelConfig>,
     /// `[hooks.NAME]` webhooks and their size limit.
@@ -234,7 +237,20 @@ impl Config {
         let dashboard = crate::daemon::DashboardConfig {
             terminal: parsed.dashboard.and_then(|d| d.terminal).unwrap_or(false),
         };
-        let secrets = secrets::resolve(parsed.secrets, &opts.home, &origin_of)?;
+        let mut secrets = secrets::resolve(parsed.secrets, &opts.home, &origin_of)?;
+        let vault = resolve_vault(parsed.vault.unwrap_or_default(), opts, &origin_of)?;
+        // The vault's secrets, unless `[secrets.NAME]` names the same one (that one wins).
+        let stored = vault.specs().map_err(|err| ConfigError::Invalid {
+            origin: vault.path().display().to_string(),
+            key: "vault".into(),
+            message: err.to_string(),
+        })?;
+        for spec in stored {
+            if !secrets.iter().any(|s| s.name == spec.name) {
+                secrets.push(spec);
+            }
+        }
+        secrets.sort_by(|a, b| a.name.cmp(&b.name));
         let channels =
             crate::channels::resolve(parsed.channels, parsed.operators, &secrets, &origin_of)?;
         let routed = crate::routines::hooks_routed(&parsed.routines, &origin_of)?;
@@ -318,6 +334,7 @@ impl Config {
             memory,
             implicit_local,
             secrets,
+            vault: std::sync::Arc::new(vault),
             channels,
             hooks,
             scheduler,
@@ -676,4 +693,40 @@ fn digest(table: &toml::Table) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// `[vault]`: the file in `$REEF_HOME` and where its passphrase comes from.
+fn resolve_vault(
+    raw: raw::VaultToml,
+    opts: &LoadOptions,
+    origin_of: &dyn Fn(&str) -> String,
+) -> Result<crate::Vault, ConfigError> {
+    let key_file = match raw.key_file {
+        Some(path) if path.is_empty() => {
+            return Err(ConfigError::Invalid {
+                origin: origin_of("vault.key_file"),
+                key: "vault.key_file".into(),
+                message: "must not be empty".into(),
+            });
+        }
+        Some(path) => {
+            let path = PathBuf::from(path);
+            Some(if path.is_absolute() {
+                path
+            } else {
+                opts.home.join(path)
+            })
+        }
+        None => None,
+    };
+    let passphrase = opts
+        .env
+        .get(crate::PASSPHRASE_ENV)
+        .filter(|p| !p.is_empty())
+        .map(|p| Secret::new(p.clone()));
+    Ok(crate::Vault::new(
+        opts.home.join(crate::VAULT_FILE),
+        key_file,
+        passphrase,
+    ))
 }

@@ -8,16 +8,33 @@ use reef_core::{SecretSource, SecretSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Reads a secret's value now: the environment variable, or the file without its trailing
-/// line breaks. The error says which and why.
-pub fn read_secret(spec: &SecretSpec) -> Result<crate::Secret, String> {
+/// Reads a secret's value now: the environment variable, the file without its trailing
+/// line breaks, or the vault entry (unlocked with its configured passphrase if need be). The
+/// error names the secret and says what to fix; it never holds the value.
+pub fn read_secret(
+    spec: &SecretSpec,
+    vault: Option<&crate::Vault>,
+) -> Result<crate::Secret, String> {
     match &spec.source {
         SecretSource::Env(var) => std::env::var(var).map(crate::Secret::new).map_err(|_| {
             format!(
-                "secret `{}` is not available: reef's environment has no {var}",
+                "secret `{}` is not available: reef's environment has no {var} (set it \
+                 before starting reef)",
                 spec.name
             )
         }),
+        SecretSource::Vault => {
+            let vault = vault.ok_or_else(|| {
+                format!(
+                    "secret `{}` is in the vault, which is not open here",
+                    spec.name
+                )
+            })?;
+            vault
+                .read(&spec.name)
+                .map(|v| crate::Secret::new(v.as_str()))
+                .map_err(|err| format!("secret `{}` is not available: {err}", spec.name))
+        }
         SecretSource::File(path) => std::fs::read_to_string(path)
             .map(|v| crate::Secret::new(v.trim_end_matches(['\n', '\r'])))
             .map_err(|err| {
@@ -75,13 +92,28 @@ pub(crate) fn resolve(
                 ));
             }
         };
+        let policy =
+            crate::vault::policy_of(secret.policy.as_deref(), secret.only_for).map_err(invalid)?;
         out.push(SecretSpec {
             name,
             source,
             description: secret.description,
+            policy,
         });
     }
     Ok(out)
+}
+
+/// Whether `name` may name a secret; the error says what a name must be.
+pub fn check_secret_name(name: &str) -> Result<(), String> {
+    if is_env_name(name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?}: a secret's name becomes an environment variable: use letters, digits \
+             and _, not starting with a digit (e.g. GITHUB_TOKEN)"
+        ))
+    }
 }
 
 pub(crate) fn is_env_name(name: &str) -> bool {

@@ -37,6 +37,9 @@ pub use protocol::{
     TurnOutcome, TurnSettings,
 };
 pub use routine::{Action, CatchUp, Concurrency, Guardrails, HEARTBEAT_OK, RoutineSpec, Trigger};
-pub use secret::{SecretFingerprint, SecretSource, SecretSpec};
+pub use secret::{
+    SecretFingerprint, SecretPolicy, SecretScope, SecretSource, SecretSpec, SecretUse,
+    domain_matches,
+};
 pub use tool::{Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec};
 pub use usage::Usage;

@@ -108,7 +108,7 @@ fn build(rt: &Runtime, config: &ChannelConfig) -> Result<(Box<dyn Channel>, Layo
             .iter()
             .find(|s| &s.name == name)
             .ok_or_else(|| fail(format!("no [secrets.{name}]")))?;
-        read_secret(spec)
+        read_secret(spec, Some(&rt.config().vault))
             .map(|s| Some(s.expose().to_owned()))
             .map_err(fail)
     };

@@ -56,6 +56,7 @@ fn hub(dir: &std::path::Path, backend: SandboxBackend) -> McpHub {
             policy,
             servers_dir: dir.to_path_buf(),
             secrets: Vec::new(),
+            vault: None,
         },
     )
 }

@@ -24,6 +24,8 @@ pub struct Launcher {
     /// Each program runs in `DIR/NAME` (its HOME and only writable place by default).
     pub servers_dir: PathBuf,
     pub secrets: Vec<SecretSpec>,
+    /// Where `SecretSource::Vault` secrets are read (none: they are not available).
+    pub vault: Option<std::sync::Arc<reef_config::Vault>>,
 }
 
 /// A started server: its session, what it announced, and its process when it is a program.
@@ -242,7 +244,9 @@ impl Launcher {
             .iter()
             .find(|s| s.name == name)
             .ok_or_else(|| format!("the secret `{name}` is not configured"))?;
-        let value = reef_config::read_secret(spec)?.expose().to_owned();
+        let value = reef_config::read_secret(spec, self.vault.as_deref())?
+            .expose()
+            .to_owned();
         if value.chars().count() < MIN_SECRET_LEN {
             return Err(format!(
                 "secret `{name}` is shorter than {MIN_SECRET_LEN} characters, too short to be \

@@ -1,6 +1,7 @@
 //! The approval gate around `shell`: a command line that matches a dangerous pattern (and no
-//! allow rule) does not run; it becomes an approval for the operator, and the agent is told
-//! so at once. When the operator approves, the runtime runs it and delivers the output.
+//! allow rule), or that asks for a `with-approval` secret, does not run; it becomes an
+//! approval for the operator, and the agent is told so at once. When the operator approves,
+//! the runtime runs it and delivers the output.
 
 use crate::tools::AgentCtx;
 use async_trait::async_trait;
@@ -13,6 +14,8 @@ pub(crate) struct ApprovalGate {
     pub inner: Arc<dyn Tool>,
     pub rules: CommandRules,
     pub ctx: Arc<AgentCtx>,
+    /// The registry's secrets: which of them wait for approval.
+    pub secrets: Arc<reef_agent::Secrets>,
 }
 
 #[async_trait]
@@ -38,8 +41,21 @@ impl Tool for ApprovalGate {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let CommandDecision::NeedsApproval { pattern, command } = self.rules.decide(&line) else {
-            return self.inner.call(ctx, args).await;
+        let asked: Vec<String> = args
+            .get("secrets")
+            .and_then(Value::as_array)
+            .map(|names| {
+                names
+                    .iter()
+                    .filter_map(|n| n.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let gated = self.secrets.needing_approval(&asked);
+        let (pattern, command) = match self.rules.decide(&line) {
+            CommandDecision::NeedsApproval { pattern, command } => (pattern, command),
+            _ if !gated.is_empty() => (format!("secret: {}", gated.join(", ")), line.clone()),
+            _ => return self.inner.call(ctx, args).await,
         };
         let (runtime, me) = self.ctx.me().await?;
         let tool = self.inner.spec().name;
@@ -57,9 +73,12 @@ impl Tool for ApprovalGate {
                 item.answer.as_deref().unwrap_or("")
             ));
         }
-        let why = match pattern.strip_prefix("indirect: ") {
-            Some(how) => format!("runs code reef cannot inspect ({how})"),
-            None => format!("matches the dangerous pattern `{pattern}`"),
+        let why = if let Some(how) = pattern.strip_prefix("indirect: ") {
+            format!("runs code reef cannot inspect ({how})")
+        } else if let Some(names) = pattern.strip_prefix("secret: ") {
+            format!("asks for {names}, given only with the operator's approval,")
+        } else {
+            format!("matches the dangerous pattern `{pattern}`")
         };
         Ok(format!(
             "NOT RUN: `{command}` {why}, so the whole command waits for the operator's \

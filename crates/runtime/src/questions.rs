@@ -212,6 +212,17 @@ impl Runtime {
                 registry
                     .attach_secrets(self.inner.store.clone(), &agent.name)
                     .await?;
+                // The operator approved this command with the secrets it names.
+                let named: Vec<String> = arguments
+                    .get("secrets")
+                    .and_then(|s| s.as_array())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|n| n.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                registry.secrets().approve(&named);
                 match tool.call(&ctx, arguments).await {
                     Ok(text) => registry.redact(&text),
                     Err(err) => {

@@ -2,7 +2,8 @@
 //! the command rules that decide which shell commands wait for the operator's approval, and
 //! secret fingerprints that recognise a secret's value without keeping it, and webhook
 //! signatures (GitHub's and reef's HMAC-SHA256), the audit log's keyed hash chain, and
-//! capability tokens (biscuit) with the one check every call of an agent passes.
+//! capability tokens (biscuit) with the one check every call of an agent passes, the leak
+//! detector, and the vault's format and cryptography.
 //!
 //! Callers classify addresses with [`classify_ip`] and ask an [`SsrfPolicy`] whether a URL
 //! (before resolution) and its resolved addresses (before connecting) may be used.
@@ -14,6 +15,7 @@ mod fingerprint;
 mod ip;
 pub mod leak;
 mod ssrf;
+pub mod vault;
 pub mod webhook;
 
 pub use commands::{CommandDecision, CommandRules, DEFAULT_DANGEROUS};

@@ -49,7 +49,7 @@ pub async fn deliver(
                 "the hook's secret is not configured",
             )
         })?;
-    let secret = read_secret(spec).map_err(|e| {
+    let secret = read_secret(spec, Some(&rt.config().vault)).map_err(|e| {
         tracing::error!(hook = %name, error = %e, "a webhook's secret cannot be read");
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -5,6 +5,14 @@ use crate::store::{Store, from_sql_int, to_sql_int};
 use reef_core::SecretFingerprint;
 use rusqlite::params;
 
+/// When a secret was last given to a call, to whom and by which tool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LastSecretUse {
+    pub at: String,
+    pub agent: Option<String>,
+    pub tool: String,
+}
+
 impl Store {
     /// Records that `used.tool` is about to use secrets: new fingerprints, and a `secret.used`
     /// audit record with the names (never a value), in one transaction.
@@ -28,6 +36,32 @@ impl Store {
             }
             tx.commit()?;
             Ok(())
+        })
+        .await
+    }
+
+    /// Each secret's last use (from the audit log's `secret.used` records): by name.
+    pub async fn last_secret_uses(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, LastSecretUse>, StoreError> {
+        self.run(|db| {
+            // SQLite takes the bare columns from the row that has max(seq).
+            let mut stmt = db.conn.prepare(
+                "SELECT j.value, max(a.seq), a.at, a.agent, json_extract(a.data, '$.tool') \
+                 FROM audit a, json_each(a.data, '$.names') j \
+                 WHERE a.kind = 'secret.used' GROUP BY j.value",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    LastSecretUse {
+                        at: r.get(2)?,
+                        agent: r.get(3)?,
+                        tool: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                    },
+                ))
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
         })
         .await
     }

@@ -42,7 +42,7 @@ pub use clock::{start_of_today, timestamp_ago, unix_now};
 pub use compactions::{CompactionRecord, NewCompaction};
 pub use error::StoreError;
 pub use events::{EventFilter, StoredEvent};
-pub use fingerprints::SecretUse;
+pub use fingerprints::{LastSecretUse, SecretUse};
 pub use fires::{ClaimGuard, Claimed, FireClaim, FireEffect, FireRecord};
 pub use inbox::{Delivery, InboxMessage, InboxStatus, Letter};
 pub use jobs::{JOB_STATES, JobEnd, JobKind, JobRecord, JobState, REPORT_ROOM};

@@ -4,7 +4,7 @@
 //! salted hash, never the value), and the session keeps the agent's fingerprints in the
 //! store, so a later session redacts a value it never read itself.
 
-use reef_core::{SecretFingerprint, SecretSource, SecretSpec, ToolError};
+use reef_core::{SecretFingerprint, SecretSpec, SecretUse, ToolError};
 use reef_security::{fingerprint, fingerprint_matches, redact_fingerprinted};
 use std::sync::{Mutex, PoisonError};
 
@@ -17,6 +17,10 @@ pub const MIN_SECRET_LEN: usize = 8;
 #[derive(Debug, Default)]
 pub struct Secrets {
     specs: Vec<SecretSpec>,
+    /// Where `SecretSource::Vault` values are read.
+    vault: Option<std::sync::Arc<reef_config::Vault>>,
+    /// Names of `with-approval` secrets the operator approved for the next use.
+    approved: Mutex<Vec<String>>,
     seen: Mutex<Vec<(String, String)>>,
     fingerprints: Mutex<Fingerprints>,
     /// Where new fingerprints are kept, and for which agent (see [`Secrets::attach`]).
@@ -35,10 +39,39 @@ impl Secrets {
     pub fn new(specs: Vec<SecretSpec>) -> Self {
         Self {
             specs,
+            vault: None,
+            approved: Mutex::default(),
             seen: Mutex::default(),
             fingerprints: Mutex::default(),
             ledger: Mutex::default(),
         }
+    }
+
+    /// Reads `SecretSource::Vault` secrets from `vault`.
+    pub fn with_vault(mut self, vault: std::sync::Arc<reef_config::Vault>) -> Self {
+        self.vault = Some(vault);
+        self
+    }
+
+    /// The operator approved one use of each of `names` (a `with-approval` secret).
+    pub fn approve(&self, names: &[String]) {
+        self.approved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(names.iter().cloned());
+    }
+
+    /// Of `names`, those whose policy is `with-approval`.
+    pub fn needing_approval<'a>(&self, names: &'a [String]) -> Vec<&'a str> {
+        names
+            .iter()
+            .filter(|n| {
+                self.specs
+                    .iter()
+                    .any(|s| &s.name == *n && s.policy == reef_core::SecretPolicy::WithApproval)
+            })
+            .map(String::as_str)
+            .collect()
     }
 
     /// Keeps fingerprints in `store` for `agent` from now on, and redacts the values behind the
@@ -144,9 +177,9 @@ impl Secrets {
         &self.specs
     }
 
-    /// Reads the value of `name` now. Errors name the secret and say what to fix; they never
-    /// contain the value.
-    pub fn read(&self, name: &str) -> Result<String, ToolError> {
+    /// Reads the value of `name` now, for `used` (its policy decides whether that use may have
+    /// it). Errors name the secret and say what to fix; they never contain the value.
+    pub fn read(&self, name: &str, used: &SecretUse<'_>) -> Result<String, ToolError> {
         let spec = self.specs.iter().find(|s| s.name == name).ok_or_else(|| {
             let known: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
             ToolError::InvalidArguments(format!(
@@ -158,23 +191,25 @@ impl Secrets {
                 }
             ))
         })?;
-        let value = match &spec.source {
-            SecretSource::Env(var) => std::env::var(var).map_err(|_| {
-                ToolError::Failed(format!(
-                    "secret `{name}` is not available: reef's environment has no {var} \
-                     (the operator must set it before starting reef)"
-                ))
-            })?,
-            SecretSource::File(path) => std::fs::read_to_string(path)
-                .map_err(|err| {
-                    ToolError::Failed(format!(
-                        "secret `{name}` is not available: cannot read {}: {err}",
-                        path.display()
-                    ))
-                })?
-                .trim_end_matches(['\n', '\r'])
-                .to_owned(),
+        let approved = {
+            let mut list = self.approved.lock().unwrap_or_else(PoisonError::into_inner);
+            match list.iter().position(|n| n == name) {
+                Some(i) if spec.policy == reef_core::SecretPolicy::WithApproval => {
+                    list.remove(i);
+                    true
+                }
+                _ => false,
+            }
         };
+        let used = SecretUse {
+            approved: used.approved || approved,
+            ..*used
+        };
+        spec.policy.allows(name, &used).map_err(ToolError::Denied)?;
+        let value = reef_config::read_secret(spec, self.vault.as_deref())
+            .map_err(ToolError::Failed)?
+            .expose()
+            .to_owned();
         if value.chars().count() < MIN_SECRET_LEN {
             return Err(ToolError::Failed(format!(
                 "secret `{name}` is shorter than {MIN_SECRET_LEN} characters, too short to be \

@@ -25,6 +25,7 @@ mod replay;
 mod routines;
 mod run;
 pub mod sandbox;
+mod secrets;
 mod serve;
 mod session;
 mod sessions;
@@ -70,6 +71,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Memory { command } => memory::memory(&cli.overrides, command).await,
         Command::Audit { command } => audit::audit(&cli.overrides, command).await,
         Command::Cap { command } => cap::cap(&cli.overrides, command).await,
+        Command::Secrets { command } => secrets::secrets(&cli.overrides, command).await,
         Command::Skills { command } => skills::skills(&cli.overrides, command).await,
         Command::Mcp { command } => mcp::mcp(&cli.overrides, command).await,
         Command::Trust(args) => trust::trust(args),

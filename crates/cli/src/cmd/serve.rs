@@ -13,6 +13,8 @@ pub async fn serve(
     args: crate::daemon_args::ServeArgs,
 ) -> anyhow::Result<u8> {
     let config = home::load_config(overrides)?;
+    // Asked once, before the daemon detaches from the terminal.
+    crate::passphrase::unlock_if_used(&config.vault)?;
     let home_dir = config.home.clone();
     std::fs::create_dir_all(&home_dir)
         .with_context(|| format!("cannot create {}", home_dir.display()))?;

@@ -130,6 +130,7 @@ pub fn operator_rights(store: &Store) -> anyhow::Result<Arc<reef_agent::Rights>>
 /// Opens config and store for a session-running command.
 pub fn prepare(overrides: &[String]) -> anyhow::Result<(Config, Store)> {
     let config = home::load_config(overrides)?;
+    crate::passphrase::unlock_if_used(&config.vault)?;
     let store = home::open_store(&config)?;
     Ok((config, store))
 }

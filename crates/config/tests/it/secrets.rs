@@ -22,11 +22,13 @@ fn secrets_resolve_to_references_sorted_by_name() {
                 name: "DEPLOY_KEY".into(),
                 source: SecretSource::File(fx.home().join("keys/deploy")),
                 description: None,
+                policy: Default::default(),
             },
             SecretSpec {
                 name: "GITHUB_TOKEN".into(),
                 source: SecretSource::Env("AGENT_GH_TOKEN".into()),
                 description: Some("repo scope".into()),
+                policy: Default::default(),
             },
         ]
     );

@@ -114,6 +114,7 @@ pub fn hub_with(
         policy,
         servers_dir: dir.join("servers"),
         secrets,
+        vault: None,
     };
     Arc::new(McpHub::new(&config, launcher))
 }
@@ -126,6 +127,7 @@ pub fn file_secret(dir: &Path, name: &str, value: &str) -> SecretSpec {
         name: name.into(),
         source: SecretSource::File(path),
         description: None,
+        policy: Default::default(),
     }
 }
 

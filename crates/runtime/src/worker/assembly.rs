@@ -268,6 +268,7 @@ fn registry_in(
                 inner: shell,
                 rules: rt.inner.rules.clone(),
                 ctx: ctx.clone(),
+                secrets: registry.secrets(),
             }));
         }
         let manager: &[Kind] = if record.capabilities.spawn {

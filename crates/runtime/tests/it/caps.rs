@@ -1,6 +1,7 @@
 //! Capability tokens in a running daemon: a child a manager spawned through its tool is refused
 //! a tool, a path, a host and a secret its parent lacks, each with the reason; revoking the
-//! parent fails the child's next call; a token forged in the database fails verification.
+//! parent fails the child's next call; a token forged in the database fails verification; a
+//! `with-approval` secret waits for the operator.
 //! Tools run in the real default sandbox.
 
 use crate::daemon::{Daemon, daemon_at, spawn, wait_for};
@@ -85,17 +86,26 @@ async fn start() -> Daemon {
             "asker" if !req.ends_with_tool_result() => {
                 MockReply::tool_call("shell", json!({"command": "rm -rf build"}))
             }
+            "approver" if !req.ends_with_tool_result() => MockReply::tool_call(
+                "shell",
+                json!({"command": "printf %s \"$C\" | wc -c", "secrets": ["C"]}),
+            ),
             _ => MockReply::text("ok"),
         }),
         "",
-        "[secrets.A]\nfile = \"a.secret\"\n[secrets.B]\nfile = \"b.secret\"\n",
+        "[secrets.A]\nfile = \"a.secret\"\n[secrets.B]\nfile = \"b.secret\"\n\
+         [secrets.C]\nfile = \"c.secret\"\npolicy = \"with-approval\"\n",
         None,
         |home| {
             let templates = home.path().join("templates");
             std::fs::create_dir_all(&templates).unwrap();
             std::fs::write(templates.join("lead.toml"), LEAD).unwrap();
             std::fs::write(templates.join("keeper.toml"), KEEPER).unwrap();
-            for (file, value) in [("a.secret", "alpha-value-1"), ("b.secret", "bravo-value-2")] {
+            for (file, value) in [
+                ("a.secret", "alpha-value-1"),
+                ("b.secret", "bravo-value-2"),
+                ("c.secret", "charlie-value-33"),
+            ] {
                 let path = home.reef_home().join(file);
                 std::fs::write(&path, value).unwrap();
                 std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -312,5 +322,50 @@ async fn a_command_approved_after_its_agent_was_revoked_does_not_run() {
         .await
         .unwrap();
     assert_eq!(denied[0].data["at_approval"], true, "{denied:?}");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_with_approval_secret_waits_for_the_operator_and_is_given_once_approved() {
+    let d = start().await;
+    let rt = &d.runtime;
+    rt.spawn_agent(spawn("approver", "worker"), None)
+        .await
+        .unwrap();
+    rt.send_message("approver", Sender::Operator, "count", "k1", None)
+        .await
+        .unwrap();
+    wait_for(rt, "the approval", |e| {
+        e.iter().any(|e| e.kind == "approval.created")
+    })
+    .await;
+    turns_ended(&d, "the turn", 1).await;
+    // The model was told it waits, and why; nothing ran.
+    let told = results_of(&d, "approver");
+    assert!(
+        told[0].contains("NOT RUN")
+            && told[0].contains("asks for C, given only with the operator's approval"),
+        "{told:?}"
+    );
+    let pending = rt.list_pending(false).await.unwrap().remove(0);
+    assert_eq!(pending.payload["pattern"], "secret: C");
+    let answered = rt.approve(&pending.id).await.unwrap();
+    let answer = answered.answer.unwrap();
+    // The command had the value (16 bytes); the output is the count, not the value.
+    assert!(
+        answer.contains("exit_code: 0") && answer.contains("16"),
+        "{answer}"
+    );
+    assert!(!answer.contains("charlie-value-33"), "{answer}");
+    let used = rt
+        .store()
+        .audit_records(AuditFilter {
+            kind: Some("secret.used".into()),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(used.len(), 1, "{used:?}");
+    assert_eq!(used[0].data["names"], json!(["C"]));
     rt.shutdown().await;
 }

@@ -228,7 +228,7 @@ impl SkillHttp {
                     "the header {name} is set by reef, not by the module"
                 ));
             }
-            let filled = self.fill_secrets(&value, &mut used)?;
+            let filled = self.fill_secrets(&value, host, &mut used)?;
             headers.push((name, filled));
         }
         let exempt = self
@@ -267,7 +267,12 @@ impl SkillHttp {
 
     /// `value` with each `${NAME}` replaced by the secret NAME, which the skill must declare.
     /// The names filled are added to `used` (once each).
-    fn fill_secrets(&self, value: &str, used: &mut Vec<String>) -> Result<String, String> {
+    fn fill_secrets(
+        &self,
+        value: &str,
+        host: &str,
+        used: &mut Vec<String>,
+    ) -> Result<String, String> {
         let mut out = String::new();
         let mut rest = value;
         while let Some(start) = rest.find("${") {
@@ -282,7 +287,13 @@ impl SkillHttp {
                     self.skill
                 ));
             }
-            let secret = self.secrets.read(name).map_err(|e| e.to_string())?;
+            let to = reef_core::SecretUse {
+                tool: &self.skill,
+                skill: Some(&self.skill),
+                host: Some(host),
+                approved: false,
+            };
+            let secret = self.secrets.read(name, &to).map_err(|e| e.to_string())?;
             if !used.iter().any(|u| u == name) {
                 used.push(name.to_owned());
             }

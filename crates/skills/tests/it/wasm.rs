@@ -163,6 +163,7 @@ async fn a_wasm_skill_calls_its_domain_with_a_secret_it_never_sees() {
             name: "API_TOKEN".into(),
             source: SecretSource::File(secret_file.clone()),
             description: None,
+            policy: Default::default(),
         }]),
     ));
     let out = tool_of(&set, &ws, "ping")
@@ -310,6 +311,7 @@ async fn agent_written_wasm_gets_no_secrets_and_no_workspace_holding_hidden_path
             name: "API_TOKEN".into(),
             source: SecretSource::File(secret_file),
             description: None,
+            policy: Default::default(),
         }])),
     );
     let c = ctx(&ws, Vec::new());

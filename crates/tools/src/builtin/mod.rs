@@ -21,7 +21,7 @@ use reef_sandbox::Sandbox;
 use std::sync::Arc;
 
 /// Limits and switches for the built-in tools.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct BuiltinConfig {
     /// Default `shell` timeout when the call gives none.
     pub shell_timeout_secs: u64,
@@ -37,6 +37,8 @@ pub struct BuiltinConfig {
     pub max_read_bytes: usize,
     /// Secrets `shell` calls may ask for by name.
     pub secrets: Vec<SecretSpec>,
+    /// Where vault secrets are read.
+    pub vault: Option<Arc<reef_config::Vault>>,
 }
 
 impl Default for BuiltinConfig {
@@ -49,6 +51,7 @@ impl Default for BuiltinConfig {
             http_max_bytes: 2 * 1024 * 1024,
             max_read_bytes: 1024 * 1024,
             secrets: Vec::new(),
+            vault: None,
         }
     }
 }
@@ -58,7 +61,11 @@ impl Default for BuiltinConfig {
 /// reef-workspace and refuse the paths `sandbox`'s policy hides.
 pub fn builtin_registry(sandbox: Arc<Sandbox>, config: BuiltinConfig) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
-    let secrets = Arc::new(Secrets::new(config.secrets.clone()));
+    let mut secrets = Secrets::new(config.secrets.clone());
+    if let Some(vault) = &config.vault {
+        secrets = secrets.with_vault(vault.clone());
+    }
+    let secrets = Arc::new(secrets);
     registry.set_secrets(secrets.clone());
     // The file tools refuse what the sandbox hides from commands.
     let files = Files::new(sandbox.policy().hidden_paths());

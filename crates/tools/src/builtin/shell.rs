@@ -139,7 +139,13 @@ impl Tool for ShellTool {
             ExecRequest::shell(&args.command, root, Duration::from_secs(timeout)).in_dir(cwd);
         req.read_only.clone_from(&ctx.read_only);
         for name in &args.secrets {
-            let value = self.secrets.read(name)?;
+            let used = reef_core::SecretUse {
+                tool: "shell",
+                skill: None,
+                host: None,
+                approved: false,
+            };
+            let value = self.secrets.read(name, &used)?;
             req.env.push((name.clone(), value));
         }
         // What the command is given is remembered before it runs.
