@@ -1,11 +1,14 @@
-//! Benchmark: what the capability check costs per tool call, next to the call itself, in one
-//! process. Measured, each `CALLS` times after a warm-up:
+//! Benchmark: what the capability check and the leak scan cost per tool call, next to the call
+//! itself, in one process. Measured, each `CALLS` times after a warm-up:
 //! - the tool call: `read_file` of a small file, called directly;
 //! - the token check alone: `Token::check` of the call's needs (one biscuit authorizer run per
 //!   need the token has not decided before, the revocation ids against a set), for a path never
 //!   asked about and for the same call again;
 //! - the whole check a daemon agent's call passes: its token and the revoked ids read from the
-//!   SQLite store, then the token check (`Rights::decide`).
+//!   SQLite store, then the token check (`Rights::decide`);
+//! - the leak scan a call that sends data out passes (`Secrets::review_outgoing`: five
+//!   configured secrets read from their files, scanned for in every encoding, plus the 18
+//!   credential patterns), on an `http_fetch`-sized argument object and on a 16 KiB body.
 //!
 //! Run with `cargo bench -p reef-agent --bench capability`.
 #![allow(
@@ -156,6 +159,51 @@ fn main() {
         })
         .await;
 
+        let mut specs = Vec::new();
+        for i in 0..5 {
+            let path = dir.path().join(format!("secret{i}"));
+            std::fs::write(&path, format!("value-{i}-Zq8Lm2Rx7Tv4Kp9W")).unwrap();
+            specs.push(reef_core::SecretSpec {
+                name: format!("S{i}"),
+                source: reef_core::SecretSource::File(path),
+                description: None,
+                policy: reef_core::SecretPolicy::default(),
+            });
+        }
+        let secrets = reef_tools::Secrets::new(specs);
+        let hosts = vec!["api.example.com".to_owned()];
+        let small = json!({"url": "https://api.example.com/v1/search?q=reef+agents&page=2",
+            "method": "POST", "headers": {"Accept": "application/json"},
+            "body": "{\"query\": \"coral reef monitoring\", \"limit\": 20}"})
+        .to_string();
+        let large = json!({"url": "https://api.example.com/upload", "method": "POST",
+            "body": "lorem ipsum dolor sit amet 0123456789 ".repeat(420)})
+        .to_string();
+        let scan_small = measure(|| {
+            let (secrets, text, hosts) = (&secrets, &small, &hosts);
+            async move {
+                assert!(
+                    secrets
+                        .review_outgoing(text, Some(hosts))
+                        .findings
+                        .is_empty()
+                );
+            }
+        })
+        .await;
+        let scan_large = measure(|| {
+            let (secrets, text, hosts) = (&secrets, &large, &hosts);
+            async move {
+                assert!(
+                    secrets
+                        .review_outgoing(text, Some(hosts))
+                        .findings
+                        .is_empty()
+                );
+            }
+        })
+        .await;
+
         println!("reef capability check per tool call ({CALLS} calls; a 2-block token, 2 needs)");
         println!("{:<44} {:>10} {:>10} {:>9}", "", "p50", "p99", "p50/call");
         for (label, (p50, p99)) in [
@@ -163,6 +211,8 @@ fn main() {
             ("token check, a path never asked before", first),
             ("token check, the same call again", check),
             ("full check (store read + token check)", decide),
+            ("leak scan, 5 secrets, 200 B of arguments", scan_small),
+            ("leak scan, 5 secrets, 16 KiB of arguments", scan_large),
         ] {
             println!(
                 "{label:<44} {:>8.1}µs {:>8.1}µs {:>8.2}x",

@@ -149,6 +149,11 @@ async fn execute(session: &Session, call: &ToolCall) -> ToolOutput {
             session.tools.names().join(", ")
         ));
     };
+    // What leaves this machine is looked at first.
+    let args = match crate::egress::screen(session, call, tool.as_ref(), args).await {
+        Ok(args) => args,
+        Err(refused) => return refused,
+    };
     let ctx = ToolContext {
         workspace: session.opts.workspace.clone(),
         session_id: session.id.clone(),

@@ -9,6 +9,7 @@ mod archive;
 mod compact;
 mod debug;
 mod dispatch;
+mod egress;
 mod error;
 mod handle;
 mod history;

@@ -171,6 +171,7 @@ pub fn builtin_registry_in(config: &Config, sandbox: Arc<Sandbox>) -> ToolRegist
         http_timeout_secs: config.tools.http_timeout_secs,
         secrets: config.secrets.clone(),
         vault: Some(config.vault.clone()),
+        leaks: config.safety.leaks.clone(),
         ..BuiltinConfig::default()
     };
     reef_tools::builtin_registry(sandbox, tools)

@@ -19,6 +19,7 @@ mod project;
 mod raw;
 mod resolve;
 mod routines;
+mod safety;
 mod sampling;
 mod sandbox;
 mod secret;
@@ -50,6 +51,7 @@ pub use routines::{
     SchedulerConfig, describe_every, describe_trigger, routine_spec,
     valid_name as valid_routine_name,
 };
+pub use safety::SafetyConfig;
 pub use sandbox::{
     NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,
 };

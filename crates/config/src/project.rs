@@ -10,7 +10,7 @@ use std::path::Path;
 pub(crate) const MAX_PROJECT_FILE: u64 = 1024 * 1024;
 
 /// Key families a project file may set only when trusted: (prefix, shown as, why).
-const RESTRICTED: [(&str, &str, &str); 18] = [
+const RESTRICTED: [(&str, &str, &str); 19] = [
     (
         "prices",
         "prices.*",
@@ -31,6 +31,11 @@ const RESTRICTED: [(&str, &str, &str); 18] = [
         "vault",
         "vault.*",
         "it could unlock your vault with a key file it names",
+    ),
+    (
+        "safety",
+        "safety.*",
+        "it could let credentials leave unchecked",
     ),
     (
         "approvals",

@@ -26,6 +26,7 @@ pub(crate) struct ConfigToml {
     #[serde(default)]
     pub secrets: BTreeMap<String, SecretToml>,
     pub vault: Option<VaultToml>,
+    pub safety: Option<crate::safety::SafetyToml>,
     #[serde(default)]
     pub channels: BTreeMap<String, crate::channels::ChannelToml>,
     /// `[operators] CHANNEL = ["nick!user@host", …]`.

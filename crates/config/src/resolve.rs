@@ -107,6 +107,8 @@ pub struct Config {
     pub secrets: Vec<reef_core::SecretSpec>,
     /// `$REEF_HOME/vault` and the key this process unlocked it with.
     pub vault: std::sync::Arc<crate::Vault>,
+    /// `[safety]`: what the leak detector does with what it finds.
+    pub safety: crate::SafetyConfig,
     /// `[channels.NAME]` with their `[operators]`, by name.
     pub channels: BTreeMap<String, crate::channels::ChannelConfig>,
     /// `[hooks.NAME]` webhooks and their size limit.
@@ -238,6 +240,7 @@ impl Config {
             terminal: parsed.dashboard.and_then(|d| d.terminal).unwrap_or(false),
         };
         let mut secrets = secrets::resolve(parsed.secrets, &opts.home, &origin_of)?;
+        let safety = crate::safety::resolve(parsed.safety.unwrap_or_default(), &origin_of)?;
         let vault = resolve_vault(parsed.vault.unwrap_or_default(), opts, &origin_of)?;
         // The vault's secrets, unless `[secrets.NAME]` names the same one (that one wins).
         let stored = vault.specs().map_err(|err| ConfigError::Invalid {
@@ -335,6 +338,7 @@ impl Config {
             implicit_local,
             secrets,
             vault: std::sync::Arc::new(vault),
+            safety,
             channels,
             hooks,
             scheduler,

@@ -41,5 +41,5 @@ pub use secret::{
     SecretFingerprint, SecretPolicy, SecretScope, SecretSource, SecretSpec, SecretUse,
     domain_matches,
 };
-pub use tool::{Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec};
+pub use tool::{Egress, Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec};
 pub use usage::Usage;

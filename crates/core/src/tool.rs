@@ -76,6 +76,17 @@ pub enum ToolError {
     Failed(String),
 }
 
+/// Where a call's arguments may travel beyond reef.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Egress {
+    /// Nowhere: the call stays on this machine.
+    None,
+    /// To these hosts only.
+    Hosts(Vec<String>),
+    /// Anywhere: a command with network access, a program or server reef does not see into.
+    Anywhere,
+}
+
 /// A capability an agent can invoke. Implemented by built-in tools, skills and MCP servers.
 #[async_trait]
 pub trait Tool: Send + Sync {
@@ -87,6 +98,24 @@ pub trait Tool: Send + Sync {
     /// before it runs. Arguments the call would reject anyway may be ignored here.
     fn needs(&self, _args: &serde_json::Value) -> Vec<crate::capability::Need> {
         Vec::new()
+    }
+
+    /// Where a call with `args` sends what it was given beyond this machine, so the leak
+    /// detector can look at the arguments first: by default the hosts among its `needs`.
+    fn egress(&self, args: &serde_json::Value) -> Egress {
+        let hosts: Vec<String> = self
+            .needs(args)
+            .into_iter()
+            .filter_map(|n| match n {
+                crate::capability::Need::Domain(host) => Some(host),
+                _ => None,
+            })
+            .collect();
+        if hosts.is_empty() {
+            Egress::None
+        } else {
+            Egress::Hosts(hosts)
+        }
     }
 
     /// Runs the tool. A returned error becomes an error result for the model.

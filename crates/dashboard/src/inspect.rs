@@ -259,6 +259,20 @@ pub(crate) async fn browse(d: &Dash, agent: &AgentRecord, path: &str) -> String 
         Ok(Err(err)) => (path.to_owned(), Shown::Withheld(refusal(&err))),
         Err(err) => (path.to_owned(), Shown::Withheld(err.to_string())),
     };
+    // A file's text leaves for the browser: looked at first.
+    let shown = match shown {
+        Shown::Text { text, size } => {
+            match d
+                .runtime
+                .screen_outgoing(&text, "dashboard", Some(&agent.name))
+                .await
+            {
+                reef_runtime::Outgoing::Send(text) => Shown::Text { text, size },
+                reef_runtime::Outgoing::Withheld(why) => Shown::Withheld(why),
+            }
+        }
+        other => other,
+    };
     fragment(&Files {
         agent: agent.name.clone(),
         trail: trail(&path),

@@ -83,6 +83,11 @@ struct McpTool {
 
 #[async_trait]
 impl Tool for McpTool {
+    /// The arguments go to an MCP server, which may send them anywhere.
+    fn egress(&self, _args: &Value) -> reef_core::Egress {
+        reef_core::Egress::Anywhere
+    }
+
     fn spec(&self) -> ToolSpec {
         self.spec.clone()
     }
@@ -118,6 +123,11 @@ struct ResourceTool(McpAccess);
 
 #[async_trait]
 impl Tool for ResourceTool {
+    /// The arguments go to an MCP server, which may send them anywhere.
+    fn egress(&self, _args: &Value) -> reef_core::Egress {
+        reef_core::Egress::Anywhere
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "mcp_read_resource".into(),
@@ -166,6 +176,11 @@ struct PromptTool(McpAccess);
 
 #[async_trait]
 impl Tool for PromptTool {
+    /// The arguments go to an MCP server, which may send them anywhere.
+    fn egress(&self, _args: &Value) -> reef_core::Egress {
+        reef_core::Egress::Anywhere
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "mcp_get_prompt".into(),

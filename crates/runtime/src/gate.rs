@@ -35,6 +35,10 @@ impl Tool for ApprovalGate {
         self.inner.needs(args)
     }
 
+    fn egress(&self, args: &Value) -> reef_core::Egress {
+        self.inner.egress(args)
+    }
+
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<String, ToolError> {
         let line = args
             .get("command")

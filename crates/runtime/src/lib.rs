@@ -22,6 +22,7 @@ mod mcp;
 mod messaging;
 mod metrics;
 pub mod operator;
+mod outgoing;
 mod questions;
 mod reconcile;
 mod routine_tools;
@@ -41,6 +42,7 @@ pub use error::RuntimeError;
 pub use kernel::{Recovery, Runtime, RuntimeOptions};
 pub use messaging::{MAX_MESSAGE_BYTES, Sender, Sent};
 pub use metrics::{Counts, ModelCounts, TOOL_SECONDS_BUCKETS, ToolCounts};
+pub use outgoing::Outgoing;
 pub use questions::MAX_TTL_SECS;
 /// How `RuntimeOptions::helper` names the sandbox helper process.
 pub use reef_agent::HelperCommand;

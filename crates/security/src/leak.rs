@@ -6,7 +6,8 @@
 //!   blocks, JWTs, bearer and basic authorization, passwords in URLs, and values of
 //!   credential-named fields that look random.
 //!
-//! Scanning is pure; the caller decides what a finding does (`block`, `redact`, `warn`).
+//! Scanning is pure; a [`LeakPolicy`] says what each kind of finding does (`ignore`, `warn`,
+//! `sanitize`, `block`), and [`LeakPolicy::review`] applies it to a text.
 
 use base64::Engine as _;
 use regex::Regex;
@@ -108,6 +109,8 @@ pub struct Finding {
     /// Where in the text (bytes).
     pub start: usize,
     pub end: usize,
+    /// The credential itself within the match (bytes): the `value` group, or the whole match.
+    pub value: std::ops::Range<usize>,
 }
 
 /// Finds credentials in text.
@@ -154,6 +157,7 @@ impl LeakScanner {
                         secret: Some(name.clone()),
                         start,
                         end: start + form.len(),
+                        value: start..start + form.len(),
                     });
                 }
             }
@@ -166,11 +170,13 @@ impl LeakScanner {
                 {
                     continue;
                 }
+                let value = caps.name("value").unwrap_or(whole);
                 out.push(Finding {
                     kind: id,
                     secret: None,
                     start: whole.start(),
                     end: whole.end(),
+                    value: value.start()..value.end(),
                 });
             }
         }
@@ -305,5 +311,140 @@ mod tests {
             assert!(!looks_random(value), "{value}");
         }
         assert!(looks_random("q8Zr2LmX0vT7pWcd"));
+    }
+}
+
+/// What a finding of one kind does to the text it is in.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum LeakAction {
+    /// Let it go, unrecorded.
+    Ignore,
+    /// Let it go and record that it went.
+    Warn,
+    /// Replace the credential with `[redacted KIND]` and send the rest.
+    Sanitize,
+    /// Send nothing.
+    Block,
+}
+
+impl std::str::FromStr for LeakAction {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "ignore" => Ok(LeakAction::Ignore),
+            "warn" => Ok(LeakAction::Warn),
+            "sanitize" => Ok(LeakAction::Sanitize),
+            "block" => Ok(LeakAction::Block),
+            other => Err(format!(
+                "{other:?} is not an action; use ignore, warn, sanitize or block"
+            )),
+        }
+    }
+}
+
+/// The action for each kind of finding (`secret`, or a pattern id), and for the rest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeakPolicy {
+    pub default: LeakAction,
+    pub by_kind: std::collections::BTreeMap<String, LeakAction>,
+}
+
+impl Default for LeakPolicy {
+    /// Everything blocked.
+    fn default() -> Self {
+        Self {
+            default: LeakAction::Block,
+            by_kind: std::collections::BTreeMap::new(),
+        }
+    }
+}
+
+/// What a review decided: the strongest action any finding called for, the findings that
+/// called for one (ignored ones and allowed secrets left out), and the text with sanitized
+/// findings replaced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Review {
+    pub action: LeakAction,
+    pub findings: Vec<Finding>,
+    /// The credentials to replace (the text of each sanitized finding's value), with the
+    /// kind to name in its place.
+    pub replace: Vec<(String, &'static str)>,
+}
+
+impl LeakPolicy {
+    /// The action for findings of `kind`.
+    pub fn action(&self, kind: &str) -> LeakAction {
+        self.by_kind.get(kind).copied().unwrap_or(self.default)
+    }
+
+    /// The kinds a policy may name: `secret` and every pattern id.
+    pub fn kinds() -> Vec<&'static str> {
+        let mut kinds = vec!["secret"];
+        kinds.extend(LeakScanner::pattern_ids());
+        kinds
+    }
+
+    /// Applies the policy to `text` scanned by `scanner`; a finding `allowed` says may go
+    /// (a secret bound for a host its policy names) is left out.
+    pub fn review(
+        &self,
+        scanner: &LeakScanner,
+        text: &str,
+        allowed: impl Fn(&Finding) -> bool,
+    ) -> Review {
+        let mut review = Review {
+            action: LeakAction::Ignore,
+            findings: Vec::new(),
+            replace: Vec::new(),
+        };
+        for finding in scanner.scan(text) {
+            let action = self.action(finding.kind);
+            if action == LeakAction::Ignore || allowed(&finding) {
+                continue;
+            }
+            if action == LeakAction::Sanitize
+                && let Some(value) = text.get(finding.value.clone())
+            {
+                review.replace.push((value.to_owned(), finding.kind));
+            }
+            review.action = review.action.max(action);
+            review.findings.push(finding);
+        }
+        // Longest first, so a credential holding another is replaced whole.
+        review
+            .replace
+            .sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
+        review.replace.dedup();
+        review
+    }
+}
+
+impl Review {
+    /// `text` with every sanitized credential replaced by `[redacted KIND]`.
+    pub fn sanitize(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (value, kind) in &self.replace {
+            out = out.replace(value.as_str(), &format!("[redacted {kind}]"));
+        }
+        out
+    }
+
+    /// The kinds found, each once, with the secrets' names: `secret DEPLOY_TOKEN, jwt`.
+    pub fn describe(&self) -> String {
+        let mut seen: Vec<String> = Vec::new();
+        for f in &self.findings {
+            let what = match &f.secret {
+                Some(name) => format!("the secret {name}"),
+                None => format!("what looks like a credential ({})", f.kind),
+            };
+            if !seen.contains(&what) {
+                seen.push(what);
+            }
+        }
+        seen.join(", ")
     }
 }

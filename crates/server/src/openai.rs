@@ -176,6 +176,15 @@ pub async fn completions(
                 format!("the agent did not answer within {}s", TURN_WAIT.as_secs()),
             )
         })??;
+    // What leaves for the client is looked at first.
+    let mut answer = answer;
+    answer.text = match rt
+        .screen_outgoing(&answer.text, "openai", Some(agent.as_str()))
+        .await
+    {
+        reef_runtime::Outgoing::Send(text) => text,
+        reef_runtime::Outgoing::Withheld(why) => format!("[answer withheld: {why}]"),
+    };
     let created = reef_store::unix_now();
     let usage = json!({
         "prompt_tokens": answer.usage["input_tokens"].as_u64().unwrap_or(0),

@@ -5,6 +5,7 @@
 //! store, so a later session redacts a value it never read itself.
 
 use reef_core::{SecretFingerprint, SecretSpec, SecretUse, ToolError};
+use reef_security::leak::{LeakPolicy, LeakScanner, Review};
 use reef_security::{fingerprint, fingerprint_matches, redact_fingerprinted};
 use std::sync::{Mutex, PoisonError};
 
@@ -21,6 +22,8 @@ pub struct Secrets {
     vault: Option<std::sync::Arc<reef_config::Vault>>,
     /// Names of `with-approval` secrets the operator approved for the next use.
     approved: Mutex<Vec<String>>,
+    /// What the leak detector does with what it finds in outgoing text.
+    leaks: LeakPolicy,
     seen: Mutex<Vec<(String, String)>>,
     fingerprints: Mutex<Fingerprints>,
     /// Where new fingerprints are kept, and for which agent (see [`Secrets::attach`]).
@@ -41,6 +44,7 @@ impl Secrets {
             specs,
             vault: None,
             approved: Mutex::default(),
+            leaks: LeakPolicy::default(),
             seen: Mutex::default(),
             fingerprints: Mutex::default(),
             ledger: Mutex::default(),
@@ -51,6 +55,59 @@ impl Secrets {
     pub fn with_vault(mut self, vault: std::sync::Arc<reef_config::Vault>) -> Self {
         self.vault = Some(vault);
         self
+    }
+
+    /// Applies `policy` to outgoing text ([`Secrets::review_outgoing`]).
+    pub fn with_leak_policy(mut self, policy: LeakPolicy) -> Self {
+        self.leaks = policy;
+        self
+    }
+
+    /// The leak detector's verdict on `text`, about to leave for `hosts` (`None`: anywhere).
+    /// Known secrets are every configured secret readable now without asking anyone (the
+    /// environment, files, an unlocked vault) and every value read in this session; one may
+    /// go to a host its `only-for` policy names.
+    pub fn review_outgoing(&self, text: &str, hosts: Option<&[String]>) -> Review {
+        let known = self.known_values();
+        let scanner = LeakScanner::new(known.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        self.leaks.review(&scanner, text, |finding| {
+            let (Some(name), Some(hosts)) = (&finding.secret, hosts) else {
+                return false;
+            };
+            let Some(spec) = self.specs.iter().find(|s| &s.name == name) else {
+                return false;
+            };
+            !hosts.is_empty()
+                && hosts.iter().all(|h| {
+                    spec.policy
+                        .domains()
+                        .any(|d| reef_core::domain_matches(d, h))
+                })
+        })
+    }
+
+    /// Every secret value known now: names and values.
+    fn known_values(&self) -> Vec<(String, zeroize::Zeroizing<String>)> {
+        let mut out: Vec<(String, zeroize::Zeroizing<String>)> = self
+            .seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(n, v)| (n.clone(), zeroize::Zeroizing::new(v.clone())))
+            .collect();
+        let vault_open = self.vault.as_ref().is_some_and(|v| v.is_unlocked());
+        for spec in &self.specs {
+            if spec.source == reef_core::SecretSource::Vault && !vault_open {
+                continue;
+            }
+            if let Ok(value) = reef_config::read_secret(spec, self.vault.as_deref()) {
+                let value = zeroize::Zeroizing::new(value.expose().to_owned());
+                if !out.iter().any(|(n, v)| n == &spec.name && *v == value) {
+                    out.push((spec.name.clone(), value));
+                }
+            }
+        }
+        out
     }
 
     /// The operator approved one use of each of `names` (a `with-approval` secret).

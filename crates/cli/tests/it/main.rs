@@ -15,6 +15,7 @@ mod debug;
 mod e2e;
 mod escapes;
 mod failures;
+mod leaks;
 mod mcp;
 mod memory;
 mod models;

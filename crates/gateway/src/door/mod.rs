@@ -321,7 +321,16 @@ impl<'a> Door<'a> {
         to: Conversation,
         text: &str,
     ) -> Result<(), ChannelError> {
-        let text = cut(text);
+        // What leaves for the channel is looked at first.
+        let place = format!("channel:{}", self.layout.name);
+        let agent = match &from {
+            Speaker::Agent(name) => Some(name.as_str()),
+            Speaker::Overseer => None,
+        };
+        let text = match self.rt.screen_outgoing(text, &place, agent).await {
+            reef_runtime::Outgoing::Send(text) => cut(&text),
+            reef_runtime::Outgoing::Withheld(why) => format!("[message withheld: {why}]"),
+        };
         self.channel.send(Outbound::Say { from, to, text }).await
     }
 

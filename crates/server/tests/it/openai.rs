@@ -166,3 +166,69 @@ async fn a_template_model_runs_a_one_off_agent_with_the_conversation_as_context(
     }
     panic!("the one-off agent was not destroyed");
 }
+
+#[tokio::test]
+async fn an_answer_holding_a_secret_or_a_credential_does_not_leave_as_it_is() {
+    const SECRET: &str = "hunter-9Xq2Lm7Rv4Tz";
+    let answers: &[&str] = &[
+        "the key is hunter-9Xq2Lm7Rv4Tz, use it",
+        "try ghp_R7x2Lq9Zt4Wm8Kp3Vn6Bd1Hs5Jc0Fy2Ga7Qe now",
+    ];
+    let mock = MockLlm::start_responder(std::sync::Arc::new(move |req| {
+        let asked = req.last_user_text().unwrap_or_default();
+        reef_test_support::MockReply::text(if asked.contains("key") {
+            answers[0]
+        } else {
+            answers[1]
+        })
+    }))
+    .await;
+    let served = crate::support::serve_on(mock, |home| {
+        let path = home.reef_home().join("api.secret");
+        std::fs::write(&path, SECRET).unwrap();
+        "[secrets.API]\nfile = \"api.secret\"\n\n[safety.leaks]\ngithub_token = \"sanitize\"\n"
+            .into()
+    })
+    .await;
+    served
+        .runtime
+        .spawn_agent(
+            SpawnRequest {
+                name: "ada".into(),
+                template: "worker".into(),
+                ..SpawnRequest::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    let ask =
+        |text: &str| json!({"model": "agent:ada", "messages": [{"role": "user", "content": text}]});
+    let (status, body) = post(&served.router, ask("the key?")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let reply: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        reply["choices"][0]["message"]["content"],
+        "[answer withheld: it held the secret API (see `reef audit query --kind leak.`)]"
+    );
+    assert!(!body.contains(SECRET));
+    let (_, body) = post(&served.router, ask("a token?")).await;
+    let reply: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        reply["choices"][0]["message"]["content"],
+        "try [redacted github_token] now"
+    );
+    let records = served
+        .runtime
+        .store()
+        .audit_records(reef_store::AuditFilter {
+            kind: Some("leak.".into()),
+            ..reef_store::AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = records.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(kinds, ["leak.sanitized", "leak.blocked"], "{records:?}");
+    assert_eq!(records[1].data["secrets"], json!(["API"]));
+    assert_eq!(records[1].data["place"], "openai");
+}

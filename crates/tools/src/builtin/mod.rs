@@ -39,6 +39,8 @@ pub struct BuiltinConfig {
     pub secrets: Vec<SecretSpec>,
     /// Where vault secrets are read.
     pub vault: Option<Arc<reef_config::Vault>>,
+    /// What the leak detector does with credentials in calls that send data out.
+    pub leaks: reef_security::leak::LeakPolicy,
 }
 
 impl Default for BuiltinConfig {
@@ -52,6 +54,7 @@ impl Default for BuiltinConfig {
             max_read_bytes: 1024 * 1024,
             secrets: Vec::new(),
             vault: None,
+            leaks: reef_security::leak::LeakPolicy::default(),
         }
     }
 }
@@ -61,7 +64,7 @@ impl Default for BuiltinConfig {
 /// reef-workspace and refuse the paths `sandbox`'s policy hides.
 pub fn builtin_registry(sandbox: Arc<Sandbox>, config: BuiltinConfig) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
-    let mut secrets = Secrets::new(config.secrets.clone());
+    let mut secrets = Secrets::new(config.secrets.clone()).with_leak_policy(config.leaks.clone());
     if let Some(vault) = &config.vault {
         secrets = secrets.with_vault(vault.clone());
     }

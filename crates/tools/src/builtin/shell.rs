@@ -121,6 +121,16 @@ impl Tool for ShellTool {
         needs
     }
 
+    /// A command with network access may send its command line anywhere the sandbox lets it.
+    fn egress(&self, _args: &serde_json::Value) -> reef_core::Egress {
+        match self.sandbox.policy().network {
+            reef_sandbox::NetworkMode::None => reef_core::Egress::None,
+            reef_sandbox::NetworkMode::Allowlist | reef_sandbox::NetworkMode::Full => {
+                reef_core::Egress::Anywhere
+            }
+        }
+    }
+
     async fn call(&self, ctx: &ToolContext, args: serde_json::Value) -> Result<String, ToolError> {
         let args: Args = parse_args(args)?;
         if args.command.trim().is_empty() {

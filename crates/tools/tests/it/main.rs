@@ -8,5 +8,6 @@ mod links;
 mod list_search;
 mod paths;
 mod registry;
+mod secrets;
 mod shell;
 mod support;
