@@ -82,6 +82,7 @@ fn options(workspace: &std::path::Path, strategy: CompactionStrategy) -> Session
         keep_recent_turns: 4,
         profile: reef_core::AgentProfile::Auto,
         hidden: Vec::new(),
+        safety: Default::default(),
     }
 }
 

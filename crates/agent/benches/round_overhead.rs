@@ -132,6 +132,7 @@ async fn engine(tools: Arc<ToolRegistry>, tool: &str, args: &Value, n: usize) ->
         keep_recent_turns: 4,
         profile: reef_core::AgentProfile::Auto,
         hidden: Vec::new(),
+        safety: Default::default(),
     };
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {

@@ -3,7 +3,7 @@
 use crate::rights::Refused;
 use crate::session::{Emitter, Session};
 use futures::future::join_all;
-use reef_core::{EventMsg, Message, Need, Tool, ToolCall, ToolContext, ToolOutput};
+use reef_core::{ContentSource, EventMsg, Message, Need, Tool, ToolCall, ToolContext, ToolOutput};
 use reef_workspace::{Workspace, WorkspaceError};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -79,7 +79,23 @@ pub(crate) async fn run_calls(
 }
 
 async fn run_one(session: &Session, call: ToolCall) -> (ToolOutput, Option<String>) {
-    let output = execute(session, &call).await;
+    let (output, untrusted) = execute(session, &call).await;
+    let (mut output, saved) = keep_large(session, &call, output).await;
+    // Content from outside the operator's control reaches the model fenced and checked (a
+    // saved output as it came, its preview fenced like the rest).
+    if let Some((source, label)) = untrusted {
+        output.content = crate::fence::screen(session, &call, source, &label, output.content).await;
+    }
+    (output, saved)
+}
+
+/// `output`, or for one longer than `inline_output_chars` its preview and where the whole of
+/// it was saved.
+async fn keep_large(
+    session: &Session,
+    call: &ToolCall,
+    output: ToolOutput,
+) -> (ToolOutput, Option<String>) {
     let limit = session.opts.inline_output_chars;
     if output.content.chars().count() <= limit {
         return (output, None);
@@ -87,7 +103,7 @@ async fn run_one(session: &Session, call: ToolCall) -> (ToolOutput, Option<Strin
     let saved = save_large_output(
         session.opts.workspace.clone(),
         session.id.as_str(),
-        &call,
+        call,
         output.content.clone(),
     )
     .await;
@@ -120,11 +136,16 @@ async fn run_one(session: &Session, call: ToolCall) -> (ToolOutput, Option<Strin
     }
 }
 
-async fn execute(session: &Session, call: &ToolCall) -> ToolOutput {
+/// The call's output (secrets redacted), and when its content comes from outside the
+/// operator's control, its source and label for the fence.
+async fn execute(
+    session: &Session,
+    call: &ToolCall,
+) -> (ToolOutput, Option<(ContentSource, String)>) {
     let tool = session.tools.get(&call.name);
     let args = match parse_arguments(call) {
         Ok(args) => args,
-        Err(error) if tool.is_some() => return error,
+        Err(error) if tool.is_some() => return (error, None),
         Err(_) => serde_json::Value::Null,
     };
     // The tool itself, then what this call of it needs; a tool the agent may not call is
@@ -139,20 +160,21 @@ async fn execute(session: &Session, call: &ToolCall) -> ToolOutput {
             .check(&session.store, &session.opts.agent, call_ref, &needs)
             .await
         {
-            return ToolOutput::error(format!("denied: {why}"));
+            return (ToolOutput::error(format!("denied: {why}")), None);
         }
     }
     let Some(tool) = tool else {
-        return ToolOutput::error(format!(
+        let unknown = ToolOutput::error(format!(
             "unknown tool `{}`; available tools: {}",
             call.name,
             session.tools.names().join(", ")
         ));
+        return (unknown, None);
     };
     // What leaves this machine is looked at first.
     let args = match crate::egress::screen(session, call, tool.as_ref(), args).await {
         Ok(args) => args,
-        Err(refused) => return refused,
+        Err(refused) => return (refused, None),
     };
     let ctx = ToolContext {
         workspace: session.opts.workspace.clone(),
@@ -160,10 +182,13 @@ async fn execute(session: &Session, call: &ToolCall) -> ToolOutput {
         call_id: call.id.clone(),
         read_only: session.skill_folders(),
     };
+    let untrusted = tool
+        .content_source()
+        .map(|source| (source, crate::fence::label(&call.name, &args)));
     let mut output = spawn_tool(tool, ctx, args).await;
     // Before anything stores, saves or sends it: no secret value a call used survives.
     output.content = session.tools.redact(&output.content);
-    output
+    (output, untrusted)
 }
 
 /// The call's arguments as a JSON object, or the error result that tells the model how to fix

@@ -21,10 +21,8 @@ pub(crate) async fn screen(
         Egress::Hosts(hosts) => Some(hosts),
         Egress::Anywhere => None,
     };
-    let review = session
-        .tools
-        .secrets()
-        .review_outgoing(&args.to_string(), hosts.as_deref());
+    let known = session.tools.secrets();
+    let review = known.review_outgoing(&flatten(&args), hosts.as_deref());
     if review.findings.is_empty() {
         return Ok(args);
     }
@@ -58,15 +56,57 @@ pub(crate) async fn screen(
              not run"
         )));
     }
-    match review.action {
-        LeakAction::Block => Err(ToolOutput::error(format!(
+    let blocked = || {
+        Err(ToolOutput::error(format!(
             "blocked: the call would send {} to {to}; nothing was sent. Secrets are used by \
              name, never written into a call.",
             review.describe()
-        ))),
-        LeakAction::Sanitize => Ok(sanitize(args, &review)),
+        )))
+    };
+    match review.action {
+        LeakAction::Block => blocked(),
+        LeakAction::Sanitize => {
+            let clean = sanitize(args, &review);
+            // A credential the replacement did not reach (split across fields) is not sent.
+            let again = known.review_outgoing(&flatten(&clean), hosts.as_deref());
+            if again.action >= LeakAction::Sanitize {
+                return blocked();
+            }
+            Ok(clean)
+        }
         LeakAction::Warn | LeakAction::Ignore => Ok(args),
     }
+}
+
+/// The arguments as the text that would travel: every key, and every value as itself (not
+/// JSON-escaped) after its key, one a line.
+fn flatten(args: &Value) -> String {
+    fn walk(value: &Value, key: Option<&str>, out: &mut String) {
+        let mut leaf = |text: &str| {
+            if let Some(key) = key {
+                out.push_str(key);
+                out.push_str(": ");
+            }
+            out.push_str(text);
+            out.push('\n');
+        };
+        match value {
+            Value::String(s) => leaf(s),
+            Value::Number(n) => leaf(&n.to_string()),
+            Value::Bool(_) | Value::Null => {}
+            Value::Array(items) => items.iter().for_each(|v| walk(v, key, out)),
+            Value::Object(map) => {
+                for (k, v) in map {
+                    out.push_str(k);
+                    out.push('\n');
+                    walk(v, Some(k), out);
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    walk(args, None, &mut out);
+    out
 }
 
 /// `value` with each string in it sanitized.

@@ -11,6 +11,7 @@ mod debug;
 mod dispatch;
 mod egress;
 mod error;
+mod fence;
 mod handle;
 mod history;
 mod layers;

@@ -17,6 +17,8 @@ pub(crate) fn system_prompt(
         None if small => crate::small::system_prompt(workspace, tool_names),
         _ => base_prompt(custom, workspace, tool_names),
     };
+    // Whatever the prompt, fenced content is data.
+    let base = format!("{base}\n\n{}", reef_security::safety::FENCE_RULE);
     match persona {
         Some(persona) if !persona.trim().is_empty() => format!("{}\n\n{base}", persona.trim()),
         _ => base,

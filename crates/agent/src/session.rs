@@ -68,6 +68,8 @@ pub struct SessionOptions {
     /// Paths the sandbox hides (`SandboxPolicy::hidden_paths`): the small profile's checks
     /// do not look at them either.
     pub hidden: Vec<PathBuf>,
+    /// `[safety.sources]`: what happens to untrusted content before the model reads it.
+    pub safety: reef_security::safety::SafetyPolicy,
 }
 
 /// Progress of the turn in flight, kept on the session so an interrupted turn can still report it.

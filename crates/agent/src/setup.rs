@@ -229,6 +229,7 @@ pub fn session_options(config: &Config, workspace: PathBuf) -> SessionOptions {
             ..SandboxPolicy::default()
         }
         .hidden_paths(),
+        safety: config.safety.sources.clone(),
     }
 }
 

@@ -9,7 +9,9 @@ use crate::secret::Secret;
 use reef_core::{SecretPolicy, SecretSource, SecretSpec};
 use reef_security::vault::{VaultError, VaultFile, VaultKey};
 use std::io::{Read as _, Write as _};
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{
+    DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
+};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use zeroize::Zeroizing;
@@ -44,6 +46,9 @@ pub enum VaultAccessError {
     Locked,
     #[error("there is no vault yet at {0}; add a secret with `reef secrets set NAME`")]
     Missing(PathBuf),
+    /// Other users may read the key file: `chmod 600` it.
+    #[error("{path} (the vault's key file) has mode {mode:o}; others may read it: chmod 600 it")]
+    LooseKeyFile { path: PathBuf, mode: u32 },
 }
 
 impl VaultAccessError {
@@ -153,6 +158,16 @@ impl Vault {
                 path: path.clone(),
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),
             })?;
+            // Like an SSH key: a passphrase others may read is refused.
+            let mode = std::fs::symlink_metadata(path)
+                .map(|m| m.permissions().mode())
+                .unwrap_or(0);
+            if mode & 0o077 != 0 {
+                return Err(VaultAccessError::LooseKeyFile {
+                    path: path.clone(),
+                    mode: mode & 0o777,
+                });
+            }
             let text = Zeroizing::new(String::from_utf8_lossy(&bytes).into_owned());
             return Ok(Some(Zeroizing::new(
                 text.trim_end_matches(['\n', '\r']).to_owned(),
@@ -213,11 +228,26 @@ impl Vault {
 
     /// The value of `name`, read from the file as it is now.
     pub fn read(&self, name: &str) -> Result<Zeroizing<String>, VaultAccessError> {
+        self.read_entry(name).map(|(value, _)| value)
+    }
+
+    /// The value of `name` and its policy as the file holds them now (the policy is bound
+    /// to the value, so an edited one fails to open).
+    pub fn read_entry(
+        &self,
+        name: &str,
+    ) -> Result<(Zeroizing<String>, SecretPolicy), VaultAccessError> {
         let file = self
             .load()?
             .ok_or_else(|| VaultAccessError::Missing(self.path.clone()))?;
         let key = self.key()?;
-        file.get(&key, name).map_err(|s| self.vault_error(s))
+        let value = file.get(&key, name).map_err(|s| self.vault_error(s))?;
+        let policy = file
+            .secrets
+            .get(name)
+            .map(|e| e.policy.clone())
+            .unwrap_or_default();
+        Ok((value, policy))
     }
 
     /// Changes the file under the vault's lock: `change` gets the current file (a new one if
@@ -282,7 +312,11 @@ impl Vault {
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(io)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io)?;
         let mut tmp = tempfile::Builder::new()
             .prefix(".vault.")
             .permissions(std::fs::Permissions::from_mode(0o600))

@@ -41,5 +41,7 @@ pub use secret::{
     SecretFingerprint, SecretPolicy, SecretScope, SecretSource, SecretSpec, SecretUse,
     domain_matches,
 };
-pub use tool::{Egress, Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec};
+pub use tool::{
+    ContentSource, Egress, Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
 pub use usage::Usage;

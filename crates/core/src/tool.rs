@@ -87,6 +87,47 @@ pub enum Egress {
     Anywhere,
 }
 
+/// Where content from outside the operator's control comes from: it reaches the model fenced
+/// and labelled with this, under `[safety.sources]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ContentSource {
+    /// A page or API answer (`http_fetch`).
+    Fetched,
+    /// An MCP server's result.
+    Mcp,
+    /// A skill's output.
+    Skill,
+    /// A file in the workspace (which the agent, and whatever it ran, may have written).
+    File,
+    /// A message on a channel from someone who is not an operator.
+    Channel,
+    /// A webhook's payload.
+    Webhook,
+}
+
+impl ContentSource {
+    pub const ALL: [ContentSource; 6] = [
+        ContentSource::Fetched,
+        ContentSource::Mcp,
+        ContentSource::Skill,
+        ContentSource::File,
+        ContentSource::Channel,
+        ContentSource::Webhook,
+    ];
+
+    /// The name `[safety.sources]` and the fences use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContentSource::Fetched => "fetched",
+            ContentSource::Mcp => "mcp",
+            ContentSource::Skill => "skill",
+            ContentSource::File => "file",
+            ContentSource::Channel => "channel",
+            ContentSource::Webhook => "webhook",
+        }
+    }
+}
+
 /// A capability an agent can invoke. Implemented by built-in tools, skills and MCP servers.
 #[async_trait]
 pub trait Tool: Send + Sync {
@@ -116,6 +157,13 @@ pub trait Tool: Send + Sync {
         } else {
             Egress::Hosts(hosts)
         }
+    }
+
+    /// Where the call's result comes from, when that is outside the operator's control (a
+    /// fetched page, a file, an MCP server, a skill): the result then reaches the model fenced
+    /// and checked under `[safety.sources]`. `None` for results reef itself makes.
+    fn content_source(&self) -> Option<ContentSource> {
+        None
     }
 
     /// Runs the tool. A returned error becomes an error result for the model.

@@ -83,6 +83,10 @@ struct McpTool {
 
 #[async_trait]
 impl Tool for McpTool {
+    fn content_source(&self) -> Option<reef_core::ContentSource> {
+        Some(reef_core::ContentSource::Mcp)
+    }
+
     /// The arguments go to an MCP server, which may send them anywhere.
     fn egress(&self, _args: &Value) -> reef_core::Egress {
         reef_core::Egress::Anywhere
@@ -123,6 +127,10 @@ struct ResourceTool(McpAccess);
 
 #[async_trait]
 impl Tool for ResourceTool {
+    fn content_source(&self) -> Option<reef_core::ContentSource> {
+        Some(reef_core::ContentSource::Mcp)
+    }
+
     /// The arguments go to an MCP server, which may send them anywhere.
     fn egress(&self, _args: &Value) -> reef_core::Egress {
         reef_core::Egress::Anywhere
@@ -176,6 +184,10 @@ struct PromptTool(McpAccess);
 
 #[async_trait]
 impl Tool for PromptTool {
+    fn content_source(&self) -> Option<reef_core::ContentSource> {
+        Some(reef_core::ContentSource::Mcp)
+    }
+
     /// The arguments go to an MCP server, which may send them anywhere.
     fn egress(&self, _args: &Value) -> reef_core::Egress {
         reef_core::Egress::Anywhere

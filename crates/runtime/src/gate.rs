@@ -39,6 +39,10 @@ impl Tool for ApprovalGate {
         self.inner.egress(args)
     }
 
+    fn content_source(&self) -> Option<reef_core::ContentSource> {
+        self.inner.content_source()
+    }
+
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<String, ToolError> {
         let line = args
             .get("command")
@@ -64,8 +68,14 @@ impl Tool for ApprovalGate {
         let (runtime, me) = self.ctx.me().await?;
         let tool = self.inner.spec().name;
         let key = self.ctx.next_key(ctx, &tool, &args);
+        // The operator sees which secrets the command would be given.
+        let shown = if asked.is_empty() {
+            line.clone()
+        } else {
+            format!("{line}   [given the secrets {}]", asked.join(", "))
+        };
         let item = runtime
-            .request_approval(&me, &tool, &args, &line, &pattern, &key)
+            .request_approval(&me, &tool, &args, &shown, &pattern, &key)
             .await
             .map_err(|e| ToolError::Failed(e.to_string()))?;
         if item.status != reef_store::PendingStatus::Pending {

@@ -16,6 +16,7 @@ mod debug;
 mod error;
 mod expiry;
 mod gate;
+mod incoming;
 mod jobs;
 mod kernel;
 mod mcp;

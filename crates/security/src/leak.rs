@@ -401,9 +401,19 @@ impl LeakPolicy {
             findings: Vec::new(),
             replace: Vec::new(),
         };
-        for finding in scanner.scan(text) {
+        let findings = scanner.scan(text);
+        // A credential pattern matching an allowed secret's own bytes is that secret.
+        let allowed_spans: Vec<std::ops::Range<usize>> = findings
+            .iter()
+            .filter(|f| f.secret.is_some() && allowed(f))
+            .map(|f| f.value.clone())
+            .collect();
+        for finding in findings {
             let action = self.action(finding.kind);
-            if action == LeakAction::Ignore || allowed(&finding) {
+            let on_allowed = allowed_spans
+                .iter()
+                .any(|s| s.start < finding.value.end && finding.value.start < s.end);
+            if action == LeakAction::Ignore || on_allowed || allowed(&finding) {
                 continue;
             }
             if action == LeakAction::Sanitize

@@ -14,6 +14,7 @@ mod commands;
 mod fingerprint;
 mod ip;
 pub mod leak;
+pub mod safety;
 mod ssrf;
 pub mod vault;
 pub mod webhook;

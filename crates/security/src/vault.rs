@@ -156,6 +156,23 @@ impl Kdf {
     }
 }
 
+impl Sealed {
+    /// Both fields base64, the nonce 24 bytes and the sealed value at least a tag long.
+    fn validate(&self, field: &str) -> Result<(), VaultError> {
+        let nonce = B64.decode(&self.nonce).ok().filter(|n| n.len() == 24);
+        let sealed = B64.decode(&self.sealed).ok().filter(|s| s.len() >= 16);
+        match (nonce, sealed) {
+            (Some(_), Some(_)) => Ok(()),
+            (None, _) => Err(VaultError::Malformed(format!(
+                "{field}.nonce is not 24 bytes of base64"
+            ))),
+            (_, None) => Err(VaultError::Malformed(format!(
+                "{field}.sealed is not a sealed value in base64"
+            ))),
+        }
+    }
+}
+
 impl VaultKey {
     fn cipher(&self) -> XChaCha20Poly1305 {
         XChaCha20Poly1305::new(self.0.as_ref().into())
@@ -226,6 +243,11 @@ impl VaultFile {
                 "format is {:?}; this reef reads {FORMAT:?}",
                 file.format
             )));
+        }
+        // A damaged field is named here, not mistaken later for a wrong passphrase.
+        file.check.validate("check")?;
+        for (name, entry) in &file.secrets {
+            entry.value.validate(&format!("secrets.{name}"))?;
         }
         Ok(file)
     }

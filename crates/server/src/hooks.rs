@@ -12,6 +12,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use reef_config::{HookRoute, read_secret};
+use reef_core::ContentSource;
 use reef_runtime::{MAX_MESSAGE_BYTES, Runtime, Sender, SpawnRequest};
 use reef_security::webhook::{self, SignatureError};
 use serde_json::{Value, json};
@@ -88,7 +89,18 @@ pub async fn deliver(
     let event = header("x-github-event").filter(|e| {
         (1..=64).contains(&e.len()) && e.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
     });
-    let text = message(&name, event, &body);
+    let (head, payload) = message(&name, event, &body);
+    // The payload is the sender's: fenced, checked, labelled with the hook.
+    let text = format!(
+        "{head}{}",
+        rt.fence_incoming(
+            ContentSource::Webhook,
+            &format!("hook:{name}"),
+            &payload,
+            None
+        )
+        .await
+    );
     let key = format!("hook:{name}:{}", verified.digest);
     let delivered = deliver_to(rt, &name, &hook.route, &verified.digest, text, &key).await;
     let agent = match delivered {
@@ -229,8 +241,8 @@ async fn refuse(s: &AppState, hook: &str, reason: &str) -> ApiError {
 }
 
 /// The message an agent gets: which hook (and GitHub event), then the payload, JSON
-/// pretty-printed, cut to what a message may hold.
-fn message(hook: &str, event: Option<&str>, body: &[u8]) -> String {
+/// pretty-printed, cut to what a message may hold with its fence.
+fn message(hook: &str, event: Option<&str>, body: &[u8]) -> (String, String) {
     let payload = match serde_json::from_slice::<Value>(body) {
         Ok(json) => serde_json::to_string_pretty(&json).unwrap_or_else(|_| json.to_string()),
         Err(_) => String::from_utf8_lossy(body).into_owned(),
@@ -239,19 +251,21 @@ fn message(hook: &str, event: Option<&str>, body: &[u8]) -> String {
         Some(event) => format!("Webhook `{hook}` delivery (event: {event}):\n"),
         None => format!("Webhook `{hook}` delivery:\n"),
     };
-    let room = MAX_MESSAGE_BYTES.saturating_sub(head.len() + 100);
+    // Room for the fence and what it may say it found.
+    let room = MAX_MESSAGE_BYTES.saturating_sub(head.len() + 600);
     if payload.len() <= room {
-        return format!("{head}{payload}");
+        return (head, payload);
     }
     let mut end = room;
     while !payload.is_char_boundary(end) {
         end -= 1;
     }
-    format!(
-        "{head}{}\n… (cut: the payload has {} bytes)",
+    let cut = format!(
+        "{}\n… (cut: the payload has {} bytes)",
         &payload[..end],
         payload.len()
-    )
+    );
+    (head, cut)
 }
 
 #[cfg(test)]
@@ -271,14 +285,16 @@ mod tests {
 
     #[test]
     fn json_payloads_are_pretty_and_long_ones_cut() {
-        let text = message("gh", Some("push"), br#"{"ref":"main"}"#);
-        assert_eq!(
-            text,
-            "Webhook `gh` delivery (event: push):\n{\n  \"ref\": \"main\"\n}"
-        );
+        let (head, text) = message("gh", Some("push"), br#"{"ref":"main"}"#);
+        assert_eq!(head, "Webhook `gh` delivery (event: push):\n");
+        assert_eq!(text, "{\n  \"ref\": \"main\"\n}");
         let long = "é".repeat(MAX_MESSAGE_BYTES);
-        let cut = message("gh", None, long.as_bytes());
-        assert!(cut.len() <= MAX_MESSAGE_BYTES, "{}", cut.len());
+        let (head, cut) = message("gh", None, long.as_bytes());
+        assert!(
+            head.len() + cut.len() + 500 <= MAX_MESSAGE_BYTES,
+            "{}",
+            cut.len()
+        );
         assert!(cut.ends_with(&format!("(cut: the payload has {} bytes)", long.len())));
     }
 }

@@ -248,25 +248,38 @@ impl Secrets {
                 }
             ))
         })?;
-        let approved = {
+        // A vault secret's policy as the vault holds it now (it may have changed since start).
+        let (value, policy) = match (&spec.source, &self.vault) {
+            (reef_core::SecretSource::Vault, Some(vault)) => {
+                let (value, policy) = vault.read_entry(name).map_err(|err| {
+                    ToolError::Failed(format!("secret `{name}` is not available: {err}"))
+                })?;
+                (value.as_str().to_owned(), policy)
+            }
+            _ => (
+                reef_config::read_secret(spec, self.vault.as_deref())
+                    .map_err(ToolError::Failed)?
+                    .expose()
+                    .to_owned(),
+                spec.policy.clone(),
+            ),
+        };
+        // An approval the operator gave is used up by this one use.
+        let approved = policy == reef_core::SecretPolicy::WithApproval && {
             let mut list = self.approved.lock().unwrap_or_else(PoisonError::into_inner);
             match list.iter().position(|n| n == name) {
-                Some(i) if spec.policy == reef_core::SecretPolicy::WithApproval => {
+                Some(i) => {
                     list.remove(i);
                     true
                 }
-                _ => false,
+                None => false,
             }
         };
         let used = SecretUse {
             approved: used.approved || approved,
             ..*used
         };
-        spec.policy.allows(name, &used).map_err(ToolError::Denied)?;
-        let value = reef_config::read_secret(spec, self.vault.as_deref())
-            .map_err(ToolError::Failed)?
-            .expose()
-            .to_owned();
+        policy.allows(name, &used).map_err(ToolError::Denied)?;
         if value.chars().count() < MIN_SECRET_LEN {
             return Err(ToolError::Failed(format!(
                 "secret `{name}` is shorter than {MIN_SECRET_LEN} characters, too short to be \

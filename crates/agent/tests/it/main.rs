@@ -40,6 +40,7 @@ pub(crate) fn options(workspace: &Path) -> SessionOptions {
         keep_recent_turns: 4,
         profile: reef_core::AgentProfile::Auto,
         hidden: Vec::new(),
+        safety: Default::default(),
     }
 }
 

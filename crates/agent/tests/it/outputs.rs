@@ -130,8 +130,9 @@ async fn a_planted_reef_link_gets_the_truncated_output_inline_and_nothing_outsid
     let entries: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
     assert!(entries.is_empty(), "written outside: {entries:?}");
     assert!(
-        sent.starts_with(&"0123456789".repeat(200)),
-        "the head of the output: {sent}"
+        sent.starts_with("<untrusted source=\"file read_file ")
+            && sent.contains(&format!(">\n{}", "0123456789".repeat(200))),
+        "the head of the output, fenced: {sent}"
     );
     assert!(
         sent.contains("output truncated at 2000 characters; saving the full output failed"),

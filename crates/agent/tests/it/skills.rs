@@ -158,7 +158,11 @@ async fn the_model_sees_names_loads_a_skill_runs_its_script_and_calls_a_paramete
         "{ran}"
     );
     let called = requests[3].tool_results().last().cloned().unwrap();
-    assert_eq!(called.trim(), "sunny in Oslo");
+    // A skill's result reaches the model fenced, labelled with its source.
+    assert!(
+        called.starts_with("<untrusted source=\"skill ") && called.contains(">\nsunny in Oslo\n"),
+        "{called}"
+    );
 }
 
 #[tokio::test]

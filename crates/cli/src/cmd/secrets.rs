@@ -29,15 +29,22 @@ pub async fn secrets(overrides: &[String], command: SecretsCommand) -> anyhow::R
         } => {
             reef_config::check_secret_name(&name).map_err(Exit::usage)?;
             refuse_configured(&config, &name)?;
-            let policy = policy_of(policy.as_deref(), &only_for)?;
+            let given = (policy.is_some() || !only_for.is_empty())
+                .then(|| policy_of(policy.as_deref(), &only_for))
+                .transpose()?;
             passphrase::unlock(&config.vault)?;
             let value = read_value(&name)?;
             let now = now();
-            let shown = policy.describe();
-            config.vault.update(|file, key| {
-                let description = description
-                    .or_else(|| file.secrets.get(&name).and_then(|e| e.description.clone()));
-                file.put(key, &name, &value, policy, description, &now)
+            // A value set again keeps its policy and description unless new ones are given.
+            let shown = config.vault.update(|file, key| {
+                let old = file.secrets.get(&name);
+                let description = description.or_else(|| old.and_then(|e| e.description.clone()));
+                let policy = given
+                    .or_else(|| old.map(|e| e.policy.clone()))
+                    .unwrap_or_default();
+                let shown = policy.describe();
+                file.put(key, &name, &value, policy, description, &now)?;
+                Ok(shown)
             })?;
             audit(
                 &config,

@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex};
 
 const KEY: &str = "ak-live-7Hq2Xr9LmP4vW1zK";
 const AWS: &str = "AKIAQ3EGUNBNQ7Z5KXSL";
+/// A value JSON escapes: found as it travels, not as the call's JSON spells it.
+const QUOTED: &str = "pa\"ss\\word-Zq8Lm2Rx";
 
 /// A loopback HTTP server that keeps every request it receives and answers `ok`.
 fn listener() -> (u16, Arc<Mutex<Vec<String>>>) {
@@ -74,25 +76,31 @@ fn a_secret_bound_for_a_host_its_policy_does_not_name_never_leaves() {
             json!({"url": format!("{base}/upload"), "method": "POST",
                    "body": format!("config: aws {AWS} region eu-west-1")}),
         ),
+        MockReply::tool_call(
+            "http_fetch",
+            json!({"url": format!("{base}/form"), "method": "POST", "body": format!("pw={QUOTED}")}),
+        ),
         MockReply::tool_call("http_fetch", json!({"url": format!("{base}/clean")})),
         MockReply::text("done"),
     ]);
     let home = TestHome::new();
     home.write_config(&format!(
         "{}\n[tools]\nhttp_allow_private = true\n\n[secrets.API_KEY]\nenv = \"REEF_TEST_API_KEY\"\n\
-         only_for = [\"domain:api.allowed.test\"]\n\n[safety.leaks]\naws_access_key = \"sanitize\"\n",
+         only_for = [\"domain:api.allowed.test\"]\n\n[secrets.QUOTED]\nenv = \"REEF_TEST_QUOTED\"\n\n\
+         [safety.leaks]\naws_access_key = \"sanitize\"\n",
         config_for(&mock, "openai-chat", false)
     ));
     reef(&home)
         .env("MOCK_API_KEY", "k")
         .env("REEF_TEST_API_KEY", KEY)
+        .env("REEF_TEST_QUOTED", QUOTED)
         .args(["run", "look it up"])
         .assert()
         .success();
 
     let requests = mock.requests();
-    assert_eq!(requests.len(), 5);
-    let results = requests[4].tool_results();
+    assert_eq!(requests.len(), 6);
+    let results = requests[5].tool_results();
     for blocked in &results[..2] {
         assert!(
             blocked.contains(
@@ -102,7 +110,12 @@ fn a_secret_bound_for_a_host_its_policy_does_not_name_never_leaves() {
         );
     }
     assert!(results[2].contains("200"), "{}", results[2]);
-    assert!(results[3].contains("200"), "{}", results[3]);
+    assert!(
+        results[3].contains("blocked: the call would send the secret QUOTED"),
+        "{}",
+        results[3]
+    );
+    assert!(results[4].contains("200"), "{}", results[4]);
 
     // Only the sanitized upload and the clean request arrived; the secret never did.
     let got = received.lock().unwrap().clone();
@@ -136,7 +149,7 @@ fn a_secret_bound_for_a_host_its_policy_does_not_name_never_leaves() {
         .collect();
     assert_eq!(
         kinds.iter().filter(|k| **k == "leak.blocked").count(),
-        2,
+        3,
         "{records}"
     );
     assert_eq!(

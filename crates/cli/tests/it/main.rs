@@ -22,6 +22,7 @@ mod models;
 mod openai;
 mod replay;
 mod routines;
+mod safety;
 mod sandbox;
 mod secrets;
 mod skills;

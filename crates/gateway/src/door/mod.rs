@@ -283,6 +283,22 @@ impl<'a> Door<'a> {
                 .map_or(0, |d| d.as_nanos()),
             self.keys
         );
+        // Someone who is not an operator is outside the operator's control: fenced.
+        let fenced;
+        let text = if self.channel.is_operator(author) {
+            text
+        } else {
+            fenced = self
+                .rt
+                .fence_incoming(
+                    reef_core::ContentSource::Channel,
+                    &origin.label(),
+                    text,
+                    Some(agent),
+                )
+                .await;
+            fenced.as_str()
+        };
         let sent = self
             .rt
             .send_message(agent, Sender::Channel(&origin.label()), text, &key, None)

@@ -11,7 +11,12 @@ use std::time::Duration;
 fn echo() -> Responder {
     Arc::new(|req| {
         let text = req.last_user_text().unwrap_or_default();
-        let body = text.lines().last().unwrap_or_default().to_owned();
+        // The message's last line, inside the fence that marks it as someone else's.
+        let body = text
+            .lines()
+            .rfind(|l| !l.starts_with("</untrusted"))
+            .unwrap_or_default()
+            .to_owned();
         MockReply::text(format!("{} heard: {body}", req.agent()))
     })
 }
@@ -33,6 +38,12 @@ async fn an_agent_answers_when_named_in_the_room_or_messaged_directly_and_not_ot
     assert_eq!(sent.len(), 1);
     let input = sent[0].last_user_text().unwrap();
     assert!(input.contains("from irc:bob@#agents"), "{input}");
+    // Bob is not an operator: his words arrive fenced, labelled as a channel's.
+    assert!(
+        input.contains("<untrusted source=\"channel irc:bob@#agents\" id=\"")
+            && input.contains(">\nada, what is 2+2?\n</untrusted id=\""),
+        "{input}"
+    );
 
     bob.say("ada", "a private word").await;
     let private = bob.expect_message("ada", "bob", "heard").await;

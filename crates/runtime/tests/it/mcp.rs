@@ -44,7 +44,8 @@ async fn an_agent_uses_third_party_servers_tools_resources_and_prompts() {
             ),
             _ => MockReply::text("all of them worked"),
         }),
-        "",
+        // Nine fenced results: room for all of them without compaction.
+        "context_tokens = 65536",
         &format!(
             "{}{}",
             python_server_toml("py", &[]),
@@ -73,10 +74,14 @@ async fn an_agent_uses_third_party_servers_tools_resources_and_prompts() {
     }
     let results = requests.last().unwrap().tool_results();
     assert_eq!(results.len(), 9, "{results:?}");
-    assert_eq!(results[0], "from the agent");
+    // A server's answers reach the model fenced, labelled as an MCP server's.
+    let fenced = |r: &str, text: &str| {
+        r.starts_with("<untrusted source=\"mcp ") && r.contains(&format!(">\n{text}\n</untrusted"))
+    };
+    assert!(fenced(&results[0], "from the agent"), "{}", results[0]);
     assert!(results[1].contains("hello from python"), "{}", results[1]);
     assert!(results[2].contains("[user]\nHello, Ann!"), "{}", results[2]);
-    assert_eq!(results[3], "Echo: hi");
+    assert!(fenced(&results[3], "Echo: hi"), "{}", results[3]);
     assert!(
         results[4].contains("The sum of 2 and 3 is 5"),
         "{}",

@@ -4,6 +4,7 @@
 
 mod classify;
 mod commands;
+mod injection;
 mod leaks;
 mod ssrf;
 mod vault;

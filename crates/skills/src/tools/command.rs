@@ -22,6 +22,18 @@ pub(crate) struct CommandTool {
 
 #[async_trait]
 impl Tool for CommandTool {
+    fn content_source(&self) -> Option<reef_core::ContentSource> {
+        Some(reef_core::ContentSource::Skill)
+    }
+
+    /// Its command may send its arguments anywhere the sandbox lets it.
+    fn egress(&self, _args: &Value) -> reef_core::Egress {
+        match self.sandbox.policy().network {
+            reef_sandbox::NetworkMode::None => reef_core::Egress::None,
+            _ => reef_core::Egress::Anywhere,
+        }
+    }
+
     fn spec(&self) -> ToolSpec {
         let m = &self.skill.manifest;
         ToolSpec {

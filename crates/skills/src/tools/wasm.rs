@@ -40,6 +40,10 @@ pub(crate) struct WasmTool {
 
 #[async_trait]
 impl Tool for WasmTool {
+    fn content_source(&self) -> Option<reef_core::ContentSource> {
+        Some(reef_core::ContentSource::Skill)
+    }
+
     fn spec(&self) -> ToolSpec {
         let m = &self.skill.manifest;
         ToolSpec {

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
     BTreeMap::from([
         ("reef-core", Some(&[][..])),
-        ("reef-config", Some(&["reef-core", "reef-schedule"][..])),
+        (
+            "reef-config",
+            Some(&["reef-core", "reef-schedule", "reef-security"][..]),
+        ),
         ("reef-schedule", Some(&["reef-core"][..])),
         (
             "reef-llm",
@@ -68,6 +71,7 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
             Some(
                 &[
                     "reef-core",
+                    "reef-config",
                     "reef-sandbox",
                     "reef-security",
                     "reef-store",

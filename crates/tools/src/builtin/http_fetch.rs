@@ -233,6 +233,10 @@ fn build_headers(headers: &BTreeMap<String, String>) -> Result<HeaderMap, ToolEr
 
 #[async_trait]
 impl Tool for HttpFetchTool {
+    fn content_source(&self) -> Option<reef_core::ContentSource> {
+        Some(reef_core::ContentSource::Fetched)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "http_fetch".into(),

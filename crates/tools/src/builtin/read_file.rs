@@ -36,6 +36,10 @@ impl ReadFileTool {
 
 #[async_trait]
 impl Tool for ReadFileTool {
+    fn content_source(&self) -> Option<reef_core::ContentSource> {
+        Some(reef_core::ContentSource::File)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read_file".into(),

@@ -45,6 +45,10 @@ impl SearchFilesTool {
 
 #[async_trait]
 impl Tool for SearchFilesTool {
+    fn content_source(&self) -> Option<reef_core::ContentSource> {
+        Some(reef_core::ContentSource::File)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "search_files".into(),

@@ -131,7 +131,13 @@ fn file_tools_refuse_links_out_and_hidden_paths_in_a_home_workspace() {
     assert!(results.iter().all(|r| !r.contains(SECRET)), "{results:?}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), SECRET);
     // Positive control: an ordinary file of the same workspace.
-    assert_eq!(results[5], "plain notes\n");
+    // read_file's text reaches the model fenced as a file's.
+    assert!(
+        results[5].starts_with("<untrusted source=\"file read_file ")
+            && results[5].contains(">\nplain notes\n\n</untrusted"),
+        "{}",
+        results[5]
+    );
 }
 
 #[test]
