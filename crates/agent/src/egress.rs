@@ -30,11 +30,7 @@ pub(crate) async fn screen(
         Some(hosts) => hosts.join(", "),
         None => "wherever the tool sends it".to_owned(),
     };
-    let kind = match review.action {
-        LeakAction::Block => "leak.blocked",
-        LeakAction::Sanitize => "leak.sanitized",
-        LeakAction::Warn | LeakAction::Ignore => "leak.warned",
-    };
+    let kind = review.action.audit_kind("leak");
     let secrets: Vec<&str> = review
         .findings
         .iter()
@@ -48,7 +44,7 @@ pub(crate) async fn screen(
     });
     if let Err(err) = session
         .store
-        .append_audit(kind, Some(&session.opts.agent), data)
+        .append_audit(&kind, Some(&session.opts.agent), data)
         .await
     {
         return Err(ToolOutput::error(format!(

@@ -31,12 +31,10 @@ pub(crate) async fn screen(
         .opts
         .safety
         .screen(source, label, &content, &id[id.len() - 12..]);
-    let kind = match screened.action {
-        LeakAction::Ignore => return screened.text,
-        LeakAction::Warn => "safety.warned",
-        LeakAction::Sanitize => "safety.sanitized",
-        LeakAction::Block => "safety.blocked",
-    };
+    if screened.action == LeakAction::Ignore {
+        return screened.text;
+    }
+    let kind = screened.action.audit_kind("safety");
     let issues: Vec<Value> = screened
         .issues
         .iter()
@@ -48,7 +46,7 @@ pub(crate) async fn screen(
     });
     if let Err(err) = session
         .store
-        .append_audit(kind, Some(&session.opts.agent), data)
+        .append_audit(&kind, Some(&session.opts.agent), data)
         .await
     {
         tracing::warn!(error = %err, "cannot record a safety finding");

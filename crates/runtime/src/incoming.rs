@@ -23,19 +23,17 @@ impl Runtime {
                 .safety
                 .sources
                 .screen(source, label, text, &id[id.len() - 12..]);
-        let kind = match screened.action {
-            LeakAction::Ignore => return screened.text,
-            LeakAction::Warn => "safety.warned",
-            LeakAction::Sanitize => "safety.sanitized",
-            LeakAction::Block => "safety.blocked",
-        };
+        if screened.action == LeakAction::Ignore {
+            return screened.text;
+        }
+        let kind = screened.action.audit_kind("safety");
         let issues: Vec<serde_json::Value> = screened
             .issues
             .iter()
             .map(|i| json!({"kind": i.kind, "count": i.count}))
             .collect();
         let data = json!({"source": source.as_str(), "label": label, "issues": issues});
-        if let Err(err) = self.store().append_audit(kind, agent, data).await {
+        if let Err(err) = self.store().append_audit(&kind, agent, data).await {
             tracing::warn!(error = %err, label, "cannot record a safety finding");
         }
         screened.text

@@ -29,11 +29,7 @@ impl Runtime {
         if review.findings.is_empty() {
             return Outgoing::Send(text.to_owned());
         }
-        let kind = match review.action {
-            LeakAction::Block => "leak.blocked",
-            LeakAction::Sanitize => "leak.sanitized",
-            LeakAction::Warn | LeakAction::Ignore => "leak.warned",
-        };
+        let kind = review.action.audit_kind("leak");
         let mut kinds: Vec<&str> = review.findings.iter().map(|f| f.kind).collect();
         kinds.dedup();
         let names: Vec<&str> = review
@@ -42,7 +38,7 @@ impl Runtime {
             .filter_map(|f| f.secret.as_deref())
             .collect();
         let data = json!({"place": place, "kinds": kinds, "secrets": names});
-        if let Err(err) = self.store().append_audit(kind, agent, data).await {
+        if let Err(err) = self.store().append_audit(&kind, agent, data).await {
             tracing::error!(error = %err, place, "cannot record a leak finding; withholding");
             return Outgoing::Withheld("it could not be checked and recorded".into());
         }

@@ -330,6 +330,19 @@ pub enum LeakAction {
     Block,
 }
 
+impl LeakAction {
+    /// The audit record for a finding of `area` (`leak`, `safety`) handled this way:
+    /// `leak.blocked`, `safety.sanitized`, …
+    pub fn audit_kind(self, area: &str) -> String {
+        let done = match self {
+            LeakAction::Block => "blocked",
+            LeakAction::Sanitize => "sanitized",
+            LeakAction::Warn | LeakAction::Ignore => "warned",
+        };
+        format!("{area}.{done}")
+    }
+}
+
 impl std::str::FromStr for LeakAction {
     type Err = String;
 
