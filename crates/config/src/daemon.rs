@@ -2,12 +2,13 @@
 //! much event history is kept, how long operator questions wait, what happens to a message
 //! that arrives mid-turn, which shell commands need the operator's approval, and whether
 //! `/metrics` is open without the token (`[metrics]`), and whether the dashboard offers a
-//! terminal (`[dashboard]`).
+//! terminal (`[dashboard]`); the HTTP API's names, rate limits and TLS.
 
 use crate::error::ConfigError;
 use reef_core::QueueMode;
 use serde::Deserialize;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,6 +20,27 @@ pub(crate) struct DaemonToml {
     pub request_timeout_secs: Option<u64>,
     /// A `reef_core::QueueMode` name, parsed in `resolve`.
     pub queue_mode: Option<String>,
+    pub hosts: Option<Vec<String>>,
+    pub rate_limit: Option<u32>,
+    pub root_rate_limit: Option<u32>,
+    pub tls: Option<TlsToml>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TlsToml {
+    pub cert: Option<String>,
+    pub key: Option<String>,
+    pub self_signed: Option<bool>,
+}
+
+/// `[daemon.tls]`: where the HTTP API's certificate comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TlsSource {
+    /// A certificate chain and its private key, PEM files.
+    Files { cert: PathBuf, key: PathBuf },
+    /// Made on first start and kept in `$REEF_HOME/tls/`; its fingerprint is printed.
+    SelfSigned,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -72,6 +94,18 @@ pub struct DaemonConfig {
     /// What happens to a message for an agent that is in the middle of a turn (default
     /// followup: it runs as the next turn).
     pub queue_mode: QueueMode,
+    /// Names (`name` or `name:port`) the daemon answers to besides its listen address and,
+    /// on loopback or every address, the loopback names; a request addressed to any other
+    /// `Host` is refused (DNS rebinding).
+    pub hosts: Vec<String>,
+    /// Requests per minute for each token made with `reef token create` that does not set
+    /// its own; `None`: no limit.
+    pub rate_limit: Option<u32>,
+    /// Requests per minute for the root token in `$REEF_HOME/api-token`; `None` (the
+    /// default): no limit.
+    pub root_rate_limit: Option<u32>,
+    /// TLS for the HTTP API; `None`: plain HTTP.
+    pub tls: Option<TlsSource>,
 }
 
 /// Which shell commands wait for the operator.
@@ -85,6 +119,7 @@ pub struct ApprovalsConfig {
 
 pub(crate) fn resolve(
     raw: DaemonToml,
+    home: &Path,
     origin_of: &dyn Fn(&str) -> String,
 ) -> Result<DaemonConfig, ConfigError> {
     let invalid = |key: &str, message: String| ConfigError::Invalid {
@@ -139,6 +174,28 @@ pub(crate) fn resolve(
             )
         })?,
     };
+    let hosts = raw
+        .hosts
+        .unwrap_or_default()
+        .into_iter()
+        .map(|host| {
+            check_host(&host)
+                .map(|()| host.to_ascii_lowercase())
+                .map_err(|message| invalid("daemon.hosts", message))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // 0 means no limit.
+    let rate_limit = match raw.rate_limit {
+        None => Some(600),
+        Some(0) => None,
+        Some(n) => Some(n),
+    };
+    let root_rate_limit = raw.root_rate_limit.filter(|n| *n > 0);
+    let tls = raw
+        .tls
+        .map(|tls| resolve_tls(tls, home, &invalid))
+        .transpose()?
+        .flatten();
     Ok(DaemonConfig {
         listen,
         max_concurrent_turns,
@@ -146,7 +203,81 @@ pub(crate) fn resolve(
         question_ttl_secs,
         request_timeout_secs,
         queue_mode,
+        hosts,
+        rate_limit,
+        root_rate_limit,
+        tls,
     })
+}
+
+/// A `Host` value: a DNS name or an IP address, and an optional port; no scheme or path.
+fn check_host(host: &str) -> Result<(), String> {
+    if host.contains('/') {
+        return Err(format!(
+            "{host:?} is not a host name but a URL; give the name alone, like reef.example.com \
+             or reef.example.com:7447"
+        ));
+    }
+    let (name, port) = match host.rsplit_once(':') {
+        Some((name, port)) if !name.ends_with(':') && !port.contains(']') => (name, Some(port)),
+        _ => (host, None),
+    };
+    if let Some(port) = port
+        && port.parse::<u16>().is_err()
+    {
+        return Err(format!("{host:?}: `{port}` is not a port"));
+    }
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    let fine = !bare.is_empty()
+        && (bare.parse::<std::net::IpAddr>().is_ok()
+            || bare
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.'));
+    if fine {
+        Ok(())
+    } else {
+        Err(format!(
+            "{host:?} is not a host name like reef.example.com or reef.example.com:7447"
+        ))
+    }
+}
+
+fn resolve_tls(
+    raw: TlsToml,
+    home: &Path,
+    invalid: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<Option<TlsSource>, ConfigError> {
+    let path = |key: &str, text: String| {
+        if text.is_empty() {
+            return Err(invalid(key, "must not be empty".into()));
+        }
+        let path = PathBuf::from(text);
+        Ok(if path.is_absolute() {
+            path
+        } else {
+            home.join(path)
+        })
+    };
+    match (raw.cert, raw.key, raw.self_signed.unwrap_or(false)) {
+        (Some(_), _, true) | (_, Some(_), true) => Err(invalid(
+            "daemon.tls.self_signed",
+            "give either cert and key, or self_signed = true, not both".into(),
+        )),
+        (Some(cert), Some(key), false) => Ok(Some(TlsSource::Files {
+            cert: path("daemon.tls.cert", cert)?,
+            key: path("daemon.tls.key", key)?,
+        })),
+        (Some(_), None, false) => Err(invalid(
+            "daemon.tls.key",
+            "missing: a certificate needs its private key".into(),
+        )),
+        (None, Some(_), false) => Err(invalid(
+            "daemon.tls.cert",
+            "missing: a private key needs its certificate".into(),
+        )),
+        (None, None, true) => Ok(Some(TlsSource::SelfSigned)),
+        (None, None, false) => Ok(None),
+    }
 }
 
 pub(crate) fn resolve_approvals(raw: ApprovalsToml) -> ApprovalsConfig {

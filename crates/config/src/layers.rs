@@ -151,6 +151,7 @@ event_history = 100000
 question_ttl_secs = 86400
 request_timeout_secs = 600
 queue_mode = "followup"
+rate_limit = 600
 
 [tools]
 shell_timeout_secs = 30

@@ -33,7 +33,7 @@ pub use agent::AgentConfig;
 pub use channels::{
     ChannelConfig, ChannelKind, DEFAULT_AGENT_COOLDOWN_SECS, IrcConfig, Route, valid_nick,
 };
-pub use daemon::{ApprovalsConfig, DaemonConfig, DashboardConfig, MetricsConfig};
+pub use daemon::{ApprovalsConfig, DaemonConfig, DashboardConfig, MetricsConfig, TlsSource};
 pub use error::ConfigError;
 pub use heartbeat::{DEFAULT_STUCK_AFTER, HeartbeatConfig, JobsConfig, active_window};
 pub use hooks::{DEFAULT_MAX_BODY, HookConfig, HookRoute, HooksConfig};

@@ -231,7 +231,8 @@ impl Config {
         }
 
         let sandbox = sandbox::resolve(parsed.sandbox.unwrap_or_default(), &opts.env, &origin_of)?;
-        let daemon = crate::daemon::resolve(parsed.daemon.unwrap_or_default(), &origin_of)?;
+        let daemon =
+            crate::daemon::resolve(parsed.daemon.unwrap_or_default(), &opts.home, &origin_of)?;
         let approvals = crate::daemon::resolve_approvals(parsed.approvals.unwrap_or_default());
         let metrics = crate::daemon::MetricsConfig {
             public: parsed.metrics.and_then(|m| m.public).unwrap_or(false),

@@ -3,11 +3,13 @@
 //! secret fingerprints that recognise a secret's value without keeping it, and webhook
 //! signatures (GitHub's and reef's HMAC-SHA256), the audit log's keyed hash chain, and
 //! capability tokens (biscuit) with the one check every call of an agent passes, the leak
-//! detector, and the vault's format and cryptography.
+//! detector, the vault's format and cryptography, and the HTTP API's scoped tokens and
+//! their rate window.
 //!
 //! Callers classify addresses with [`classify_ip`] and ask an [`SsrfPolicy`] whether a URL
 //! (before resolution) and its resolved addresses (before connecting) may be used.
 
+pub mod api_token;
 pub mod audit;
 pub mod cap;
 mod commands;

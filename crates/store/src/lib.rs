@@ -6,6 +6,7 @@
 //! process killed mid-turn loses nothing already appended.
 
 mod agents;
+mod api_tokens;
 mod audit;
 mod chunk;
 mod clock;
@@ -36,6 +37,7 @@ mod usage;
 mod vectors;
 
 pub use agents::{AgentRecord, NewAgent};
+pub use api_tokens::{ApiTokenRecord, NewApiToken};
 pub use audit::{AuditFilter, AuditRecord, AuditVerdict};
 pub use chunk::chunks;
 pub use clock::{start_of_today, timestamp_ago, unix_now};

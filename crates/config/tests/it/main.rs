@@ -4,6 +4,7 @@
 
 mod channels;
 mod context;
+mod daemon_api;
 mod errors;
 mod hooks;
 mod layering;

@@ -17,6 +17,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0011_routines_jobs.sql")),
     M::up(include_str!("0012_audit.sql")),
     M::up(include_str!("0013_capabilities.sql")),
+    M::up(include_str!("0014_api_tokens.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -29,6 +30,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 13);
+        assert_eq!(ALL.len(), 14);
     }
 }
