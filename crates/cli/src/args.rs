@@ -116,6 +116,12 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::cap_args::CapCommand,
     },
+    /// Scoped API tokens for the daemon: create (operator, read-only or agent:NAME, with a
+    /// rate limit), list, revoke.
+    Token {
+        #[command(subcommand)]
+        command: crate::token_args::TokenCommand,
+    },
     /// The encrypted vault of secrets: set (value typed or piped, never an argument), list
     /// with policies and last use, rm, rotate a value or the passphrase.
     Secrets {

@@ -18,6 +18,7 @@ mod render;
 mod routine_args;
 mod secrets_args;
 mod skill_args;
+mod token_args;
 
 use clap::Parser;
 use std::ffi::OsStr;

@@ -80,7 +80,12 @@ async fn main() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let router = reef_server::router(runtime.clone(), TOKEN, addr);
-    tokio::spawn(reef_server::serve(listener, router, std::future::pending()));
+    tokio::spawn(reef_server::serve(
+        listener,
+        router,
+        None,
+        std::future::pending(),
+    ));
 
     // Plain http on loopback; reqwest still wants a TLS provider chosen.
     let _first = rustls::crypto::ring::default_provider().install_default();

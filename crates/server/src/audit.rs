@@ -2,7 +2,7 @@
 //! but GET, HEAD and OPTIONS) and that an authentication layer vouched for (the bearer
 //! token, a dashboard session, a successful sign-in: `reef_dashboard::Authenticated` on the
 //! response) is recorded as `api.request` with its method, path (never the query or body,
-//! which may hold tokens), status and client, for the HTTP API, the dashboard and `/mcp`
+//! which may hold tokens), status, client and API token, for the HTTP API, the dashboard and `/mcp`
 //! alike. It is written after the handler ran; a failed write is logged. Webhook deliveries
 //! have their own events.
 
@@ -41,9 +41,15 @@ pub(crate) async fn record(
     } else {
         "dashboard"
     };
+    // Which API token: `root`, or a scoped token's name and id.
+    let token = response
+        .extensions()
+        .get::<crate::auth::Grant>()
+        .map(|g| serde_json::json!({"name": g.name, "id": g.id, "scope": g.scope.to_string()}));
     let data = serde_json::json!({
         "front": front,
         "by": by,
+        "token": token,
         "method": method.as_str(),
         "path": path,
         "status": status.as_u16(),

@@ -1,6 +1,7 @@
 //! API errors: every failure is JSON `{"error": "...", "field": ...}` with a status that
-//! says what to do — 400 fix the request, 401 send the token, 404 check the name, 409 read
-//! the current state, 503 retry later, 500 look at the daemon's log.
+//! says what to do — 400 fix the request, 401 send the token, 403 use a token whose scope
+//! allows it, 404 check the name, 409 read the current state, 429 wait `Retry-After`
+//! seconds, 503 retry later, 500 look at the daemon's log.
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -15,6 +16,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
     pub field: Option<String>,
+    /// Seconds to wait, sent as `Retry-After` (a rate limit's refusal).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -23,6 +26,7 @@ impl ApiError {
             status,
             message: message.into(),
             field: None,
+            retry_after: None,
         }
     }
 
@@ -31,6 +35,7 @@ impl ApiError {
             status: StatusCode::BAD_REQUEST,
             message: format!("{field}: {}", message.into()),
             field: Some(field.to_owned()),
+            retry_after: None,
         }
     }
 }
@@ -53,6 +58,7 @@ impl From<RuntimeError> for ApiError {
             status,
             message: err.to_string(),
             field,
+            retry_after: None,
         }
     }
 }
@@ -68,10 +74,16 @@ impl IntoResponse for ApiError {
         if self.status.is_server_error() {
             tracing::warn!(status = %self.status, error = %self.message, "API request failed");
         }
-        (
+        let mut response = (
             self.status,
             Json(json!({"error": self.message, "field": self.field})),
         )
-            .into_response()
+            .into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }

@@ -1,6 +1,7 @@
 //! The route handlers: thin translations between HTTP and `Runtime` operations.
 
 use crate::AppState;
+use crate::auth::Grant;
 use crate::dto::*;
 use crate::error::ApiError;
 use crate::extract::{JsonBody, Params};
@@ -58,9 +59,13 @@ pub async fn health(State(s): State<AppState>) -> Api<HealthView> {
 
 pub async fn dashboard_link(State(s): State<AppState>) -> Api<DashboardLinkView> {
     let code = s.logins.new_link();
+    let scheme = match s.runtime.config().daemon.tls {
+        Some(_) => "https",
+        None => "http",
+    };
     let base = match s.addr {
-        addr if addr.ip().is_unspecified() => format!("http://127.0.0.1:{}", addr.port()),
-        addr => format!("http://{addr}"),
+        addr if addr.ip().is_unspecified() => format!("{scheme}://127.0.0.1:{}", addr.port()),
+        addr => format!("{scheme}://{addr}"),
     };
     Ok(Json(DashboardLinkView {
         url: format!("{base}/login/{code}"),
@@ -84,9 +89,15 @@ pub async fn templates(State(s): State<AppState>) -> Api<Vec<TemplateView>> {
     ))
 }
 
-pub async fn list_agents(State(s): State<AppState>) -> Api<Vec<AgentView>> {
+pub async fn list_agents(State(s): State<AppState>, grant: Grant) -> Api<Vec<AgentView>> {
     let agents = s.runtime.list_agents().await?;
-    Ok(Json(agents.into_iter().map(AgentView::from).collect()))
+    Ok(Json(
+        agents
+            .into_iter()
+            .filter(|a| !grant.excludes(&a.name))
+            .map(AgentView::from)
+            .collect(),
+    ))
 }
 
 pub async fn spawn_agent(
@@ -418,9 +429,11 @@ pub async fn session_messages(
 
 pub async fn events(
     State(s): State<AppState>,
+    grant: Grant,
     Params(q): Params<EventsQuery>,
 ) -> Api<Vec<EventView>> {
-    let filter = crate::sse::filter(&s, q.agent.as_deref(), q.kind.as_deref()).await?;
+    let agent = grant.narrow_agent(q.agent.as_deref())?;
+    let filter = crate::sse::filter(&s, agent.as_deref(), q.kind.as_deref()).await?;
     let limit = q.limit.unwrap_or(1000).min(10_000);
     if let Some(n) = q.last {
         let tail = s

@@ -1,8 +1,9 @@
 //! reef-server: the daemon's HTTP API on axum — REST for agents, messages, rooms, questions
 //! and approvals, sessions and events, routines and jobs, the channels' states, an OpenAI-compatible chat
 //! endpoint, inbound webhooks, an SSE event stream, Prometheus `/metrics`, bearer-token auth
-//! on every route,
-//! and an OpenAPI document generated from the same route table as the router.
+//! on every route (the root token, or scoped tokens with per-token rate limits), a `Host`
+//! check against DNS rebinding, optional TLS, and an OpenAPI document generated from the
+//! same route table as the router.
 
 mod audit;
 mod auth;
@@ -13,13 +14,16 @@ mod error;
 mod extract;
 mod handlers;
 mod hooks;
+mod host;
 mod mcp;
 mod metrics;
 mod openai;
 mod openapi;
 mod routes;
 mod routines;
+mod scope;
 mod sse;
+pub mod tls;
 
 pub use auth::load_or_create_token;
 pub use error::ApiError;
@@ -41,38 +45,52 @@ pub struct AppState {
     pub(crate) addr: std::net::SocketAddr,
 }
 
-/// The router: every API route and `/mcp` behind the bearer token `token`, and the webhooks;
-/// every request that may change something is recorded in the audit log.
-/// `addr` is where the daemon listens: `/mcp` answers only requests addressed to it.
+/// The router: every API route, `/mcp` and `/metrics` behind a bearer token whose scope
+/// reaches the route (rate-limited per token) and addressed to one of the daemon's names, the
+/// webhooks, and the dashboard; every request that may change something is recorded in the
+/// audit log. `token` is the root token; `addr` is where the daemon listens.
 pub fn router(runtime: Runtime, token: &str, addr: std::net::SocketAddr) -> Router {
+    let daemon = &runtime.config().daemon;
+    let own = host::own_names(addr, &daemon.hosts, daemon.tls.is_some());
+    let keys = Arc::new(auth::Keys::new(token, daemon));
     let logins = Arc::new(reef_dashboard::Logins::new(token));
-    let own = own_names(addr);
     let dashboard = reef_dashboard::router(runtime.clone(), logins.clone(), own.clone());
+    let gate = |access, path: &str| {
+        axum::middleware::from_fn_with_state(scope::Gate::new(access, path), scope::require)
+    };
     let mut router: Router<AppState> = Router::new();
     for route in routes::table() {
-        router = router.route(route.path, route.handler);
+        let access = scope::Access::of(route.id, route.method);
+        router = router.route(
+            route.path,
+            route.handler.route_layer(gate(access, route.path)),
+        );
     }
-    let token = auth::Token(Arc::from(token));
-    let metrics = Router::new().route("/metrics", axum::routing::get(metrics::metrics));
+    let metrics = axum::routing::get(metrics::metrics);
     let (behind_token, public) = if runtime.config().metrics.public {
-        (Router::new(), metrics)
+        (Router::new(), Router::new().route("/metrics", metrics))
     } else {
-        (metrics, Router::new())
+        let gated = metrics.route_layer(gate(scope::Access::Read, "/metrics"));
+        (Router::new().route("/metrics", gated), Router::new())
     };
     let audited = runtime.clone();
-    router
-        .merge(mcp::router(runtime.clone(), &own))
+    let api = router
+        .merge(mcp::router(runtime.clone(), &own).route_layer(gate(scope::Access::Operate, "/mcp")))
         .merge(behind_token)
         .route(
             "/v1/openapi.json",
             axum::routing::get(|| async { axum::Json(openapi::document()) }),
         )
         .layer(axum::middleware::from_fn_with_state(
-            token,
+            (keys, runtime.clone()),
             auth::require_token,
         ))
-        .merge(hooks_router(&runtime))
         .merge(public)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(own),
+            host::own_host,
+        ));
+    api.merge(hooks_router(&runtime))
         .with_state(AppState {
             runtime,
             hook_refusals: Arc::default(),
@@ -81,33 +99,6 @@ pub fn router(runtime: Runtime, token: &str, addr: std::net::SocketAddr) -> Rout
         })
         .merge(dashboard)
         .layer(axum::middleware::from_fn_with_state(audited, audit::record))
-}
-
-/// The daemon's own names (its address, and the loopback names when it listens on loopback
-/// or on every address), as `Host` values and origins: the dashboard and `/mcp` refuse any
-/// other (DNS rebinding, cross-site requests).
-fn own_names(addr: std::net::SocketAddr) -> reef_dashboard::Own {
-    let port = addr.port();
-    let mut names = vec![match addr {
-        std::net::SocketAddr::V4(a) => a.ip().to_string(),
-        std::net::SocketAddr::V6(a) => format!("[{}]", a.ip()),
-    }];
-    if addr.ip().is_loopback() || addr.ip().is_unspecified() {
-        names.extend(["127.0.0.1", "localhost", "[::1]"].map(String::from));
-    }
-    names.dedup();
-    let mut hosts: Vec<String> = names.iter().map(|n| format!("{n}:{port}")).collect();
-    let mut origins: Vec<String> = names.iter().map(|n| format!("http://{n}:{port}")).collect();
-    // On port 80 a browser names the host without the port.
-    if port == 80 {
-        hosts.extend(names.iter().cloned());
-        origins.extend(names.iter().map(|n| format!("http://{n}")));
-    }
-    reef_dashboard::Own {
-        hosts,
-        origins,
-        port,
-    }
 }
 
 /// `POST /hooks/NAME`, outside the bearer token (a delivery's signature authenticates it),
@@ -119,23 +110,35 @@ fn hooks_router(runtime: &Runtime) -> Router<AppState> {
         .layer(axum::extract::DefaultBodyLimit::max(limit))
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then finishes open requests.
+/// Serves `router` on `listener` (over TLS with `tls`) until `shutdown` completes, then
+/// finishes open requests.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
+    tls: Option<&tls::TlsSetup>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     use axum::serve::ListenerExt as _;
-    // Answers are often written in small pieces (an SSE event, then the next): without
-    // TCP_NODELAY each can wait for the client's delayed acknowledgement.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(err) = tcp.set_nodelay(true) {
-            tracing::debug!(%err, "cannot set TCP_NODELAY");
-        }
-    });
     // The client's address is known to handlers (the dashboard's sign-in lockout).
     let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener, service)
-        .with_graceful_shutdown(shutdown)
-        .await
+    match tls {
+        Some(tls) => {
+            let listener = tls::TlsListener::new(listener, tls)?.tap_io(|_| {});
+            axum::serve(listener, service)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        None => {
+            // Answers are often written in small pieces (an SSE event, then the next):
+            // without TCP_NODELAY each can wait for the client's delayed acknowledgement.
+            let listener = listener.tap_io(|tcp| {
+                if let Err(err) = tcp.set_nodelay(true) {
+                    tracing::debug!(%err, "cannot set TCP_NODELAY");
+                }
+            });
+            axum::serve(listener, service)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+    }
 }

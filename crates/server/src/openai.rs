@@ -8,8 +8,10 @@
 //! never differs from it.
 
 use crate::AppState;
+use crate::auth::Grant;
 use crate::error::ApiError;
 use crate::extract::JsonBody;
+use crate::scope::{Access, forbidden};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -17,6 +19,7 @@ use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use reef_core::{AgentId, TurnOutcome};
 use reef_runtime::{Runtime, Sender, SpawnRequest};
+use reef_security::api_token::Scope;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -72,7 +75,7 @@ pub struct ModelEntry {
     pub owned_by: String,
 }
 
-pub async fn models(State(s): State<AppState>) -> Result<Json<ModelList>, ApiError> {
+pub async fn models(State(s): State<AppState>, grant: Grant) -> Result<Json<ModelList>, ApiError> {
     let entry = |id: String| ModelEntry {
         id,
         object: "model".into(),
@@ -82,12 +85,14 @@ pub async fn models(State(s): State<AppState>) -> Result<Json<ModelList>, ApiErr
     let agents = s.runtime.list_agents().await?;
     let data = agents
         .iter()
-        .filter(|a| !a.state.is_final() && !a.ephemeral)
+        .filter(|a| !a.state.is_final() && !a.ephemeral && !grant.excludes(&a.name))
         .map(|a| entry(format!("agent:{}", a.name)))
         .chain(
             s.runtime
                 .templates()
                 .iter()
+                // Starting a one-off agent is an operator's call.
+                .filter(|_| grant.scope == Scope::Operator)
                 .map(|t| entry(format!("template:{}", t.name))),
         )
         .collect();
@@ -105,9 +110,20 @@ struct Answer {
 
 pub async fn completions(
     State(s): State<AppState>,
+    grant: Grant,
     JsonBody(req): JsonBody<ChatRequest>,
 ) -> Result<Response, ApiError> {
     let rt = &s.runtime;
+    // An agent's token talks to that agent only, and starts no one-off agents.
+    if let Some(own) = grant.scope.agent()
+        && req.model.strip_prefix("agent:") != Some(own)
+    {
+        return Err(forbidden(
+            &grant,
+            &format!("model {}", req.model),
+            Access::Talk,
+        ));
+    }
     let last = req
         .messages
         .iter()

@@ -15,6 +15,10 @@ pub fn document() -> Value {
         let mut op = Map::new();
         op.insert("operationId".into(), json!(route.id));
         op.insert("summary".into(), json!(route.summary));
+        op.insert(
+            "x-reef-scopes".into(),
+            json!(crate::scope::Access::of(route.id, route.method).scopes()),
+        );
         let mut params: Vec<Value> = path_params(route.path)
             .map(|name| {
                 json!({"name": name, "in": "path", "required": true,
@@ -68,8 +72,10 @@ pub fn document() -> Value {
             "version": env!("CARGO_PKG_VERSION"),
             "description": "Agents, messages, rooms, questions and approvals, sessions and \
                             events of a running `reef serve`. Every route needs \
-                            `Authorization: Bearer <token>` (the token is in \
-                            $REEF_HOME/api-token)."
+                            `Authorization: Bearer <token>`: the root token in \
+                            $REEF_HOME/api-token, or a scoped token from `reef token \
+                            create`; `x-reef-scopes` names the scopes that may call a \
+                            route."
         },
         "security": [{"bearer": []}],
         "paths": paths,
@@ -77,8 +83,11 @@ pub fn document() -> Value {
             "schemas": schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "responses": {"Error": {
-                "description": "400 fix the request (field names it), 401 token, 403 denied, \
-                                404 unknown name, 409 state conflict, 503 shutting down",
+                "description": "400 fix the request (field names it), 401 token, 403 denied \
+                                (or a scope that does not reach the route, or a Host that is \
+                                not the daemon's), 404 unknown name, 409 state conflict, \
+                                429 the token's rate limit (wait Retry-After seconds), \
+                                503 shutting down",
                 "content": {"application/json": {"schema": {
                     "type": "object",
                     "properties": {"error": {"type": "string"},

@@ -4,6 +4,7 @@
 //! up from the history instead of losing events.
 
 use crate::AppState;
+use crate::auth::Grant;
 use crate::dto::EventView;
 use crate::error::ApiError;
 use crate::extract::Params;
@@ -51,10 +52,12 @@ struct Cursor {
 
 pub async fn stream(
     State(s): State<AppState>,
+    grant: Grant,
     headers: HeaderMap,
     Params(q): Params<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let filter = filter(&s, q.agent.as_deref(), q.kind.as_deref()).await?;
+    let agent = grant.narrow_agent(q.agent.as_deref())?;
+    let filter = filter(&s, agent.as_deref(), q.kind.as_deref()).await?;
     let resume = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())

@@ -54,7 +54,7 @@ pub async fn dashboard(overrides: &[String], args: BenchDashboardArgs) -> anyhow
     .await?;
     let router = reef_server::router(runtime.clone(), &token, addr);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(reef_server::serve(listener, router, async move {
+    let server = tokio::spawn(reef_server::serve(listener, router, None, async move {
         let _ = stopped.await;
     }));
     let result = measure(&runtime, &base, &token, &args).await;

@@ -1,6 +1,7 @@
 //! The daemon's client: where `reef serve` listens (`$REEF_HOME/reef.addr`, else
-//! `daemon.listen`), the token from `$REEF_HOME/api-token`, and JSON requests whose failures
-//! become errors with the daemon's message and a fitting exit code.
+//! `daemon.listen`), over TLS with the daemon's certificate pinned when it serves https, the
+//! token from `$REEF_HOME/api-token`, and JSON requests whose failures become errors with the
+//! daemon's message and a fitting exit code.
 
 use crate::exit::{self, Exit};
 use anyhow::Context as _;
@@ -29,6 +30,7 @@ impl Client {
                 }
                 addr.trim().to_owned()
             }
+            Err(_) if config.daemon.tls.is_some() => format!("https://{}", config.daemon.listen),
             Err(_) => config.daemon.listen.to_string(),
         };
         let token_path = config.home.join("api-token");
@@ -40,16 +42,33 @@ impl Client {
                     token_path.display()
                 ))
             })?;
-        let http = reef_llm::http_client(Some(Duration::from_secs(120)))
-            .context("cannot build an HTTP client")?;
-        Ok(Client {
-            base: format!("http://{addr}"),
-            token,
-            http,
-        })
+        let timeout = Some(Duration::from_secs(120));
+        let (base, http) = match addr.strip_prefix("https://") {
+            // The daemon's own certificate, pinned: a self-signed one is trusted for exactly
+            // this daemon, whatever address it is reached at.
+            Some(rest) => {
+                let source = config.daemon.tls.as_ref().ok_or_else(|| {
+                    Exit::usage(format!(
+                        "the daemon serves https at {rest}, but this configuration has no \
+                         [daemon.tls]; use the daemon's configuration"
+                    ))
+                })?;
+                let pin = reef_server::tls::client_pin(source, &config.home).map_err(|e| {
+                    Exit::usage(format!("cannot read the daemon's certificate: {e}"))
+                })?;
+                let http = reef_llm::http_client_pinned(timeout, pin)
+                    .context("cannot build an HTTP client")?;
+                (format!("https://{rest}"), http)
+            }
+            None => {
+                let http = reef_llm::http_client(timeout).context("cannot build an HTTP client")?;
+                (format!("http://{addr}"), http)
+            }
+        };
+        Ok(Client { base, token, http })
     }
 
-    /// `http://ADDR` of the daemon.
+    /// `http://ADDR` (or `https://ADDR`) of the daemon.
     pub fn base(&self) -> &str {
         &self.base
     }
@@ -128,7 +147,7 @@ impl Client {
             .and_then(Value::as_str)
             .map_or_else(|| format!("the daemon answered {status}"), str::to_owned);
         let code = match status.as_u16() {
-            400 | 401 | 404 => exit::USAGE,
+            400 | 401 | 403 | 404 => exit::USAGE,
             409 => conflict,
             _ => exit::RUNTIME,
         };

@@ -30,6 +30,7 @@ mod serve;
 mod session;
 mod sessions;
 mod skills;
+mod token;
 pub mod trust;
 
 use crate::args::{BenchCommand, ChannelsCommand, Cli, Command, ConfigCommand, SandboxCommand};
@@ -72,6 +73,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Audit { command } => audit::audit(&cli.overrides, command).await,
         Command::Cap { command } => cap::cap(&cli.overrides, command).await,
         Command::Secrets { command } => secrets::secrets(&cli.overrides, command).await,
+        Command::Token { command } => token::token(&cli.overrides, command).await,
         Command::Skills { command } => skills::skills(&cli.overrides, command).await,
         Command::Mcp { command } => mcp::mcp(&cli.overrides, command).await,
         Command::Trust(args) => trust::trust(args),

@@ -1,5 +1,6 @@
 //! `reef serve`: the daemon. Writes `$REEF_HOME/reef.pid` (refusing to start next to a live
-//! daemon) and `$REEF_HOME/reef.addr` (where clients connect), creates the API token, starts
+//! daemon) and `$REEF_HOME/reef.addr` (where clients connect: `ADDR`, or `https://ADDR` with
+//! `[daemon.tls]`), creates the API token and the TLS certificate if asked, starts
 //! the runtime, the channels and the HTTP API, and on SIGTERM or Ctrl-C closes the channels (agents QUIT) and interrupts running turns (their
 //! messages go back to the inboxes, the transcripts keep what was done) before exiting.
 
@@ -27,6 +28,16 @@ pub async fn serve(
         .await
         .with_context(|| format!("cannot listen on {listen} (daemon.listen)"))?;
     let addr = listener.local_addr()?;
+    let tls = match &config.daemon.tls {
+        Some(source) => {
+            let mut names = vec![addr.ip().to_string()];
+            names.extend(config.daemon.hosts.iter().map(|h| host_name(h).to_owned()));
+            let setup = reef_server::tls::load(source, &home_dir, &names)
+                .context("cannot set up TLS for the HTTP API ([daemon.tls])")?;
+            Some(setup)
+        }
+        None => None,
+    };
     let (runtime, recovery) = Runtime::start(RuntimeOptions {
         config,
         templates,
@@ -45,12 +56,34 @@ pub async fn serve(
         );
     }
     let addr_file = home_dir.join("reef.addr");
-    std::fs::write(&addr_file, format!("{addr}\n"))
+    // Clients read the scheme from it: `https://ADDR` when the API speaks TLS.
+    let url = match &tls {
+        Some(_) => format!("https://{addr}"),
+        None => format!("http://{addr}"),
+    };
+    let written = match &tls {
+        Some(_) => url.clone(),
+        None => addr.to_string(),
+    };
+    std::fs::write(&addr_file, format!("{written}\n"))
         .with_context(|| format!("cannot write {}", addr_file.display()))?;
     eprintln!(
-        "reef: serving on http://{addr} (token in {})",
+        "reef: serving on {url} (token in {})",
         home_dir.join("api-token").display()
     );
+    match &tls {
+        Some(tls) => eprintln!(
+            "reef: TLS certificate {}{} SHA-256 fingerprint {}",
+            tls.cert_path.display(),
+            if tls.created { " (made now)," } else { "," },
+            tls.fingerprint
+        ),
+        None if !addr.ip().is_loopback() => eprintln!(
+            "reef: warning: the API listens on {addr}, beyond this machine, without TLS: tokens \
+             cross the network in the clear; set [daemon.tls] self_signed = true or a cert and key"
+        ),
+        None => {}
+    }
     let gateway = reef_gateway::Gateway::start(&runtime).await?;
     for channel in runtime.channels() {
         eprintln!(
@@ -60,7 +93,7 @@ pub async fn serve(
     }
     let router = reef_server::router(runtime.clone(), &token, addr);
     let stopper = runtime.clone();
-    let served = reef_server::serve(listener, router, async move {
+    let served = reef_server::serve(listener, router, tls.as_ref(), async move {
         wait_for_signal().await;
         eprintln!("reef: shutting down: agents leave their channels, running turns stop");
         gateway.shutdown().await;
@@ -72,6 +105,15 @@ pub async fn serve(
     served.context("the HTTP server failed")?;
     eprintln!("reef: stopped");
     Ok(crate::exit::OK)
+}
+
+/// The name of a `daemon.hosts` entry without its port.
+fn host_name(host: &str) -> &str {
+    match host.rsplit_once(':') {
+        Some((name, _)) if host.starts_with('[') && name.ends_with(']') => name,
+        Some((name, _)) if !name.contains(':') => name,
+        _ => host,
+    }
 }
 
 async fn wait_for_signal() {

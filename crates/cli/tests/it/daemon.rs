@@ -53,11 +53,30 @@ impl Daemon {
             log()
         );
         let token = std::fs::read_to_string(home.reef_home().join("api-token")).unwrap();
+        let timeout = Some(Duration::from_secs(60));
+        // Over TLS (`https://ADDR` in the address file): the self-signed certificate pinned.
+        let (base, http) = match addr.strip_prefix("https://") {
+            Some(_) => {
+                let pin = reef_server::tls::client_pin(
+                    &reef_config::TlsSource::SelfSigned,
+                    &home.reef_home(),
+                )
+                .unwrap();
+                (
+                    addr.clone(),
+                    reef_llm::http_client_pinned(timeout, pin).unwrap(),
+                )
+            }
+            None => (
+                format!("http://{addr}"),
+                reef_llm::http_client(timeout).unwrap(),
+            ),
+        };
         Daemon {
             child,
-            base: format!("http://{addr}"),
+            base,
             token: token.trim().to_owned(),
-            http: reef_llm::http_client(Some(Duration::from_secs(60))).unwrap(),
+            http,
         }
     }
 
@@ -82,6 +101,11 @@ impl Daemon {
 
     pub(crate) fn token(&self) -> &str {
         &self.token
+    }
+
+    /// The client, which trusts this daemon's certificate when it serves https.
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.http
     }
 
     pub(crate) async fn get(&self, path: &str) -> Value {

@@ -26,6 +26,7 @@ mod safety;
 mod sandbox;
 mod secrets;
 mod skills;
+mod tokens;
 mod trust;
 
 use reef_test_support::{MockLlm, TestHome};

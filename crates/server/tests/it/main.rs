@@ -7,3 +7,4 @@ mod metrics;
 mod openai;
 mod openapi;
 mod support;
+mod tokens;
