@@ -137,6 +137,8 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                     "reef-security",
                     "reef-mcp",
                     "reef-dashboard",
+                    // The HTTP client that pins the daemon's certificate, in its tests.
+                    "reef-llm",
                 ][..],
             ),
         ),
