@@ -1,6 +1,8 @@
 //! reef's channels, the doors through which people reach agents: the text rules every channel
-//! shares ([`text`]: splitting a long reply, making inbound text safe to hand a model) and the
-//! IRC protocol ([`irc`]: messages, masks, line budgets).
+//! shares ([`text`]: splitting a long reply, making inbound text safe to hand a model), the
+//! IRC protocol ([`irc`]: messages, masks, line budgets) and the Telegram bot ([`telegram`]:
+//! the Bot API, long polling and webhooks, Markdown as entities).
 
 pub mod irc;
+pub mod telegram;
 pub mod text;

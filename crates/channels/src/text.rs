@@ -45,7 +45,7 @@ pub fn split(text: &str, max_bytes: usize) -> Vec<String> {
 
 /// The largest index at most `at` that is a character boundary of `s` (0 < result for
 /// `at` ≥ 4 and a non-empty `s`).
-fn floor_char_boundary(s: &str, at: usize) -> usize {
+pub fn floor_char_boundary(s: &str, at: usize) -> usize {
     let mut i = at.min(s.len());
     while !s.is_char_boundary(i) {
         i -= 1;
@@ -72,6 +72,16 @@ pub struct Sanitized {
 /// carry words a model reads and a person reviewing the log does not see. The zero-width
 /// joiner and non-joiner stay: scripts and emoji need them.
 pub fn sanitize(bytes: &[u8]) -> Sanitized {
+    clean(bytes, false)
+}
+
+/// As [`sanitize`], for platforms whose one message may hold several lines (chat apps): a
+/// line feed stays (a CR LF or a lone CR becomes one), the rest is the same.
+pub fn sanitize_multiline(bytes: &[u8]) -> Sanitized {
+    clean(bytes, true)
+}
+
+fn clean(bytes: &[u8], multiline: bool) -> Sanitized {
     let lossy = String::from_utf8_lossy(bytes);
     let mut changed = matches!(lossy, std::borrow::Cow::Owned(_));
     let mut text = String::with_capacity(lossy.len());
@@ -89,6 +99,11 @@ pub fn sanitize(bytes: &[u8]) -> Sanitized {
                 chars.next();
                 skip_digits(&mut chars);
             }
+        } else if multiline && c == '\r' {
+            chars.next_if_eq(&'\n');
+            text.push('\n');
+        } else if multiline && c == '\n' {
+            text.push('\n');
         } else if (c.is_control() && c != '\t') || invisible(c) {
             changed = true;
         } else if matches!(c, '\u{2028}' | '\u{2029}') {
@@ -184,5 +199,10 @@ mod tests {
         // Joiners stay: a family emoji is one with them.
         let family = "👩\u{200D}👩\u{200D}👧";
         assert_eq!(sanitize(family.as_bytes()).text, family);
+        // A chat message keeps its lines, and only them.
+        let chat = sanitize_multiline(b"one\r\ntwo\rthree\nfour\x07\x1b[2J");
+        assert_eq!(chat.text, "one\ntwo\nthree\nfour[2J");
+        assert!(chat.changed);
+        assert!(!sanitize_multiline(b"a\nb").changed);
     }
 }

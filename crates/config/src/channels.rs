@@ -28,6 +28,39 @@ pub(crate) struct ChannelToml {
     pub route: Option<String>,
     /// Seconds during which one agent's message to another is not delivered again.
     pub agent_cooldown_secs: Option<u64>,
+    /// Telegram: the environment variable holding the bot token.
+    pub token_env: Option<String>,
+    /// Telegram: the `[secrets]` (or vault) name of the bot token.
+    pub token_secret: Option<String>,
+    /// Telegram: the Bot API's base URL.
+    pub api_url: Option<String>,
+    /// Telegram: `poll` or `webhook`.
+    pub mode: Option<String>,
+    /// Telegram webhook mode: the public https URL the platform posts updates to.
+    pub webhook_url: Option<String>,
+    /// Telegram: who may talk to the bot (user ids); empty, everyone.
+    pub allowed_users: Option<Vec<i64>>,
+    /// Telegram: the chat announcements go to.
+    pub control_chat: Option<i64>,
+    /// Telegram: how long one `getUpdates` long poll waits.
+    pub poll_timeout_secs: Option<u32>,
+}
+
+/// One `[operators]` entry: an IRC mask, or a bot platform's user id as a number.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum OperatorToml {
+    Text(String),
+    Id(i64),
+}
+
+impl OperatorToml {
+    fn into_text(self) -> String {
+        match self {
+            OperatorToml::Text(text) => text,
+            OperatorToml::Id(id) => id.to_string(),
+        }
+    }
 }
 
 /// One configured channel.
@@ -65,6 +98,17 @@ pub const DEFAULT_AGENT_COOLDOWN_SECS: u64 = 10;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ChannelKind {
     Irc(IrcConfig),
+    Telegram(crate::telegram::TelegramConfig),
+}
+
+impl ChannelKind {
+    /// The `type` name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ChannelKind::Irc(_) => "irc",
+            ChannelKind::Telegram(_) => "telegram",
+        }
+    }
 }
 
 /// An IRC connection: the overseer's nick in `control`, agents as their own nicks in `room`.
@@ -85,11 +129,11 @@ pub struct IrcConfig {
 }
 
 /// The channel types reef knows.
-const KINDS: &[&str] = &["irc"];
+const KINDS: &[&str] = &["irc", "telegram"];
 
 pub(crate) fn resolve(
     raw: BTreeMap<String, ChannelToml>,
-    mut operators: BTreeMap<String, Vec<String>>,
+    operators: BTreeMap<String, Vec<OperatorToml>>,
     secrets: &[SecretSpec],
     origin_of: &dyn Fn(&str) -> String,
 ) -> Result<BTreeMap<String, ChannelConfig>, ConfigError> {
@@ -98,6 +142,10 @@ pub(crate) fn resolve(
         key,
         message,
     };
+    let mut operators: BTreeMap<String, Vec<String>> = operators
+        .into_iter()
+        .map(|(name, ids)| (name, ids.into_iter().map(OperatorToml::into_text).collect()))
+        .collect();
     if let Some(name) = operators.keys().find(|n| !raw.contains_key(*n)) {
         return Err(invalid(
             format!("operators.{name}"),
@@ -114,7 +162,14 @@ pub(crate) fn resolve(
             )
         })?;
         let kind = match kind {
-            "irc" => ChannelKind::Irc(resolve_irc(&table, &key, secrets, &invalid)?),
+            "irc" => {
+                refuse_foreign(&table, "irc", &key, &invalid)?;
+                ChannelKind::Irc(resolve_irc(&table, &key, secrets, &invalid)?)
+            }
+            "telegram" => {
+                refuse_foreign(&table, "telegram", &key, &invalid)?;
+                ChannelKind::Telegram(crate::telegram::resolve(&table, &key, secrets, &invalid)?)
+            }
             other => {
                 return Err(invalid(
                     key("type"),
@@ -126,10 +181,17 @@ pub(crate) fn resolve(
             }
         };
         let operators = operators.remove(&name).unwrap_or_default();
-        if let Some(mask) = operators.iter().find(|m| !valid_mask(m)) {
+        let (fits, expected): (fn(&str) -> bool, &str) = match &kind {
+            ChannelKind::Irc(_) => (valid_mask, "a nick!user@host mask (like alice!*@*)"),
+            ChannelKind::Telegram(_) => (
+                crate::telegram::valid_user_id,
+                "a Telegram user id (a number, like 123456789)",
+            ),
+        };
+        if let Some(bad) = operators.iter().find(|m| !fits(m)) {
             return Err(invalid(
                 format!("operators.{name}"),
-                format!("`{mask}` is not a nick!user@host mask (like alice!*@*)"),
+                format!("`{bad}` is not {expected}"),
             ));
         }
         let route = table
@@ -159,6 +221,46 @@ pub(crate) fn resolve(
         );
     }
     Ok(channels)
+}
+
+/// Refuses a key that belongs to another channel type than `kind`.
+fn refuse_foreign(
+    t: &ChannelToml,
+    kind: &str,
+    key: &dyn Fn(&str) -> String,
+    invalid: &dyn Fn(String, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    // (key, the type it belongs to, whether the table sets it)
+    let keys = [
+        ("server", "irc", t.server.is_some()),
+        ("tls", "irc", t.tls.is_some()),
+        ("nick", "irc", t.nick.is_some()),
+        ("control", "irc", t.control.is_some()),
+        ("room", "irc", t.room.is_some()),
+        ("sasl_secret", "irc", t.sasl_secret.is_some()),
+        ("nickserv_secret", "irc", t.nickserv_secret.is_some()),
+        ("flood_burst", "irc", t.flood_burst.is_some()),
+        ("flood_interval_ms", "irc", t.flood_interval_ms.is_some()),
+        ("token_env", "telegram", t.token_env.is_some()),
+        ("token_secret", "telegram", t.token_secret.is_some()),
+        ("api_url", "telegram", t.api_url.is_some()),
+        ("mode", "telegram", t.mode.is_some()),
+        ("webhook_url", "telegram", t.webhook_url.is_some()),
+        ("allowed_users", "telegram", t.allowed_users.is_some()),
+        ("control_chat", "telegram", t.control_chat.is_some()),
+        (
+            "poll_timeout_secs",
+            "telegram",
+            t.poll_timeout_secs.is_some(),
+        ),
+    ];
+    match keys.iter().find(|(_, owner, set)| *set && *owner != kind) {
+        Some((field, owner, _)) => Err(invalid(
+            key(field),
+            format!("is a key of {owner} channels, not of {kind} ones"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `agent:NAME` or `spawn:TEMPLATE`, each name plain (a-z, 0-9, - and _).

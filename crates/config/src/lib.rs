@@ -25,6 +25,7 @@ mod sandbox;
 mod secret;
 mod secrets;
 mod skills;
+mod telegram;
 mod trust;
 mod vault;
 mod windows;
@@ -58,6 +59,7 @@ pub use sandbox::{
 pub use secret::Secret;
 pub use secrets::{check_secret_name, read_secret};
 pub use skills::SkillsConfig;
+pub use telegram::{TelegramConfig, TelegramMode};
 pub use trust::{TRUST_FILE, TrustStatus, Trusted, TrustedFile, trust, trusted_files, untrust};
 pub use vault::{PASSPHRASE_ENV, VAULT_FILE, Vault, VaultAccessError};
 pub use windows::default_context_tokens;

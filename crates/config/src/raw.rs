@@ -29,9 +29,10 @@ pub(crate) struct ConfigToml {
     pub safety: Option<crate::safety::SafetyToml>,
     #[serde(default)]
     pub channels: BTreeMap<String, crate::channels::ChannelToml>,
-    /// `[operators] CHANNEL = ["nick!user@host", …]`.
+    /// `[operators] CHANNEL = ["nick!user@host", …]` (IRC masks) or `[123456789, …]` (a bot
+    /// platform's user ids).
     #[serde(default)]
-    pub operators: BTreeMap<String, Vec<String>>,
+    pub operators: BTreeMap<String, Vec<crate::channels::OperatorToml>>,
     pub hooks: Option<crate::hooks::HooksToml>,
     pub scheduler: Option<crate::routines::SchedulerToml>,
     pub heartbeat: Option<crate::heartbeat::HeartbeatToml>,

@@ -55,6 +55,18 @@ pub enum Inbound {
         text: String,
         /// The text had control characters, formatting or invalid UTF-8 removed.
         sanitized: bool,
+        /// Written to reef: a direct conversation, or in a room a line that names or answers
+        /// reef's identity (a room line that is not is talk between people).
+        addressed: bool,
+        /// The platform's own id of the message, when it has one: delivering it twice (after
+        /// a restart) puts it in the inbox once.
+        key: Option<String>,
+        /// Where the channel resumes after this message once it is handled (a bot API's
+        /// update offset); the gateway keeps it and hands it back through
+        /// [`Channel::resume`] before the next connect.
+        cursor: Option<String>,
+        /// Files the person sent with the message.
+        files: Vec<Upload>,
     },
     /// An agent was invited to `room`.
     Invited {
@@ -62,6 +74,13 @@ pub enum Inbound {
         room: String,
         author: Author,
     },
+}
+
+/// A file that came with a message: a name the person or the platform gave it, its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Upload {
+    pub name: String,
+    pub bytes: Vec<u8>,
 }
 
 /// What reef asks the channel to do.
@@ -131,4 +150,14 @@ pub trait Channel: Send + Sync {
     fn same_name(&self, a: &str, b: &str) -> bool;
 
     fn health(&self) -> ChannelHealth;
+
+    /// Where to resume: the cursor of the last message the gateway handled, before
+    /// `connect`. Channels without a replayable feed (IRC) ignore it.
+    fn resume(&mut self, _cursor: Option<String>) {}
+
+    /// The longest answer the gateway hands over in one `Say`, in bytes; the channel splits
+    /// it into the platform's messages.
+    fn answer_limit(&self) -> usize {
+        4000
+    }
 }

@@ -23,7 +23,7 @@ pub use capability::{
     pattern_covers, pattern_matches, pattern_regex,
 };
 pub use channel::{
-    Author, Channel, ChannelError, ChannelHealth, Conversation, Inbound, Outbound, Speaker,
+    Author, Channel, ChannelError, ChannelHealth, Conversation, Inbound, Outbound, Speaker, Upload,
 };
 pub use embed::{Embedder, normalize};
 pub use ids::{AgentId, SessionId, SubmissionId, ToolCallId};

@@ -72,7 +72,7 @@ async fn main() {
     })
     .await
     .unwrap();
-    let gateway = Gateway::start(&runtime).await.unwrap();
+    let gateway = Gateway::start(&runtime).await;
     let mut alice = IrcClient::connect(ircd.port(), "alice").await;
     alice.join("#control").await;
     alice.join("#agents").await;

@@ -1,7 +1,8 @@
 //! Who a line is for, and where an answer goes back: whether a room line names an agent
 //! (its name or its nick as a word anywhere in the line), and the sender label a channel
-//! message carries into an agent's inbox (`irc:alice@#agents`, `irc:alice`), from which the
-//! answer finds its way back after any restart.
+//! message carries into an agent's inbox (`irc:alice@#agents`, `irc:alice`, `tg:alice~4242`
+//! for a chat with an id of its own), from which the answer finds its way back after any
+//! restart.
 
 use reef_core::Conversation;
 
@@ -22,10 +23,19 @@ fn is_nick_char(c: char) -> bool {
 pub struct Origin {
     /// The `[channels.NAME]` it came through.
     pub channel: String,
-    /// Who wrote it (a nick).
+    /// Who wrote it (a nick, a username).
     pub author: String,
-    /// The room, or `None` for a direct message.
-    pub room: Option<String>,
+    /// Where it was written.
+    pub place: Place,
+}
+
+/// A room, or a direct conversation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    Room(String),
+    /// A direct conversation, with the platform's id of it when that is not the author's
+    /// name (a bot platform's chat id).
+    Direct(Option<String>),
 }
 
 impl Origin {
@@ -33,40 +43,56 @@ impl Origin {
         Origin {
             channel: channel.to_owned(),
             author: author.to_owned(),
-            room: match conversation {
-                Conversation::Room(room) => Some(room.clone()),
-                Conversation::Direct(_) => None,
+            place: match conversation {
+                Conversation::Room(room) => Place::Room(room.clone()),
+                Conversation::Direct(peer) if peer == author => Place::Direct(None),
+                Conversation::Direct(peer) => Place::Direct(Some(peer.clone())),
             },
         }
     }
 
-    /// `CHANNEL:AUTHOR@ROOM`, or `CHANNEL:AUTHOR` for a direct message.
+    /// `CHANNEL:AUTHOR@ROOM`; for a direct conversation `CHANNEL:AUTHOR`, or
+    /// `CHANNEL:AUTHOR~PEER` when the conversation has an id of its own.
     pub fn label(&self) -> String {
-        match &self.room {
-            Some(room) => format!("{}:{}@{room}", self.channel, self.author),
-            None => format!("{}:{}", self.channel, self.author),
+        match &self.place {
+            Place::Room(room) => format!("{}:{}@{room}", self.channel, self.author),
+            Place::Direct(None) => format!("{}:{}", self.channel, self.author),
+            Place::Direct(Some(peer)) => format!("{}:{}~{peer}", self.channel, self.author),
         }
     }
 
     /// Reads a label back, if it is one of `channel`'s.
     pub fn parse(channel: &str, label: &str) -> Option<Origin> {
         let rest = label.strip_prefix(channel)?.strip_prefix(':')?;
-        let (author, room) = match rest.split_once('@') {
-            Some((author, room)) => (author, Some(room.to_owned())),
-            None => (rest, None),
+        let (author, place) = if let Some((author, room)) = rest.split_once('@') {
+            (author, Place::Room(room.to_owned()))
+        } else if let Some((author, peer)) = rest.split_once('~') {
+            (author, Place::Direct(Some(peer.to_owned())))
+        } else {
+            (rest, Place::Direct(None))
         };
-        (!author.is_empty() && room.as_deref() != Some("")).then(|| Origin {
+        let empty = match &place {
+            Place::Room(name) | Place::Direct(Some(name)) => name.is_empty(),
+            Place::Direct(None) => false,
+        };
+        (!author.is_empty() && !empty).then(|| Origin {
             channel: channel.to_owned(),
             author: author.to_owned(),
-            room,
+            place,
         })
+    }
+
+    /// Whether it was written in a room.
+    pub fn in_room(&self) -> bool {
+        matches!(self.place, Place::Room(_))
     }
 
     /// Where the answer goes.
     pub fn conversation(&self) -> Conversation {
-        match &self.room {
-            Some(room) => Conversation::Room(room.clone()),
-            None => Conversation::Direct(self.author.clone()),
+        match &self.place {
+            Place::Room(room) => Conversation::Room(room.clone()),
+            Place::Direct(None) => Conversation::Direct(self.author.clone()),
+            Place::Direct(Some(peer)) => Conversation::Direct(peer.clone()),
         }
     }
 }
@@ -138,6 +164,15 @@ mod tests {
         assert_eq!(Origin::parse("irc", "ircnet:bob"), None);
         assert_eq!(Origin::parse("irc", "irc:"), None);
         assert_eq!(Origin::parse("irc", "irc:bob@"), None);
+        // A bot platform's private chat has an id of its own.
+        let chat = Origin::new("tg", "alice", &Conversation::Direct("4242".into()));
+        assert_eq!(chat.label(), "tg:alice~4242");
+        assert_eq!(Origin::parse("tg", &chat.label()), Some(chat.clone()));
+        assert_eq!(chat.conversation(), Conversation::Direct("4242".into()));
+        assert!(!chat.in_room());
+        assert_eq!(Origin::parse("tg", "tg:alice~"), None);
+        let group = Origin::parse("tg", "tg:alice@-100777").unwrap();
+        assert_eq!(group.conversation(), Conversation::Room("-100777".into()));
     }
 
     #[test]

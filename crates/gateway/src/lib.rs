@@ -17,9 +17,10 @@ pub use address::{Origin, conversation_agent, mentions};
 pub use door::Layout;
 
 use reef_channels::irc::{Credentials, IrcChannel};
-use reef_config::{ChannelConfig, ChannelKind, read_secret};
+use reef_channels::telegram::TelegramChannel;
+use reef_config::{ChannelConfig, ChannelKind, TelegramMode, read_secret};
 use reef_core::Channel;
-use reef_runtime::{ChannelState, ChannelStatus, Runtime};
+use reef_runtime::{ChannelHook, ChannelState, ChannelStatus, Runtime};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -40,35 +41,51 @@ pub struct GatewayError {
 
 impl Gateway {
     /// Starts every enabled channel of the runtime's configuration; disabled ones are on
-    /// the board as such.
-    pub async fn start(rt: &Runtime) -> Result<Gateway, GatewayError> {
+    /// the board as such, and one that cannot be set up is on it as down with the reason.
+    pub async fn start(rt: &Runtime) -> Gateway {
         let (stop, _) = watch::channel(false);
         let mut tasks = Vec::new();
         for config in rt.config().channels.values() {
-            let (kind, target) = match &config.kind {
-                ChannelKind::Irc(irc) => ("irc", format!("{}:{}", irc.host, irc.port)),
+            let kind = config.kind.name();
+            let target = match &config.kind {
+                ChannelKind::Irc(irc) => format!("{}:{}", irc.host, irc.port),
+                ChannelKind::Telegram(tg) => tg.api_url.clone(),
+            };
+            let status = |state, error: Option<String>| ChannelStatus {
+                name: config.name.clone(),
+                kind: kind.to_owned(),
+                target: target.clone(),
+                state,
+                since_unix: reef_store::unix_now(),
+                error,
+                failures: 0,
+                next_attempt_unix: None,
+                connected: 0,
+                queued: 0,
+                reconnects: 0,
+                messages_in: 0,
+                messages_out: 0,
             };
             if !config.enabled {
-                rt.report_channel(ChannelStatus {
-                    name: config.name.clone(),
-                    kind: kind.to_owned(),
-                    target,
-                    state: ChannelState::Disabled,
-                    since_unix: 0,
-                    error: None,
-                    failures: 0,
-                    next_attempt_unix: None,
-                    connected: 0,
-                    queued: 0,
-                })
-                .await;
+                rt.report_channel(status(ChannelState::Disabled, None))
+                    .await;
                 continue;
             }
-            let (channel, layout) = build(rt, config)?;
+            let (channel, layout) = match build(rt, config) {
+                Ok(built) => built,
+                // A channel that cannot be set up (its token is not in the environment) is
+                // down with the reason; the daemon and the other channels run on.
+                Err(err) => {
+                    tracing::error!(channel = %config.name, error = %err, "channel not started");
+                    rt.report_channel(status(ChannelState::Down, Some(err.message)))
+                        .await;
+                    continue;
+                }
+            };
             let what = supervise::Supervised {
                 layout,
                 kind,
-                target,
+                target: target.clone(),
             };
             tasks.push(tokio::spawn(supervise::supervise(
                 rt.clone(),
@@ -77,7 +94,7 @@ impl Gateway {
                 stop.subscribe(),
             )));
         }
-        Ok(Gateway { stop, tasks })
+        Gateway { stop, tasks }
     }
 
     /// Closes every channel (agents and the overseer say QUIT) and waits for them.
@@ -129,6 +146,43 @@ fn build(rt: &Runtime, config: &ChannelConfig) -> Result<(Box<dyn Channel>, Layo
                 name: config.name.clone(),
                 control: irc.control.clone(),
                 room: irc.room.clone(),
+                route: config.route.clone(),
+                cooldown: Duration::from_secs(config.agent_cooldown_secs),
+            };
+            Ok((Box::new(channel), layout))
+        }
+        ChannelKind::Telegram(tg) => {
+            let token = read_secret(&tg.token, Some(&rt.config().vault)).map_err(fail)?;
+            // No overall timeout: a long poll sets its own per request.
+            let http = reef_llm::http_client(None).map_err(|e| fail(e.to_string()))?;
+            let webhook = match &tg.mode {
+                TelegramMode::Poll => None,
+                TelegramMode::Webhook { .. } => {
+                    let (feed, deliveries) = tokio::sync::mpsc::channel(16);
+                    let secret = reef_security::api_token::random_hex(24);
+                    rt.set_channel_hook(
+                        &config.name,
+                        ChannelHook {
+                            secret: secret.clone(),
+                            feed,
+                        },
+                    );
+                    Some((secret, deliveries))
+                }
+            };
+            let channel = TelegramChannel::new(
+                http,
+                tg.clone(),
+                token.expose(),
+                config.operators.clone(),
+                webhook,
+            )
+            .map_err(|e| fail(e.to_string()))?;
+            let layout = Layout {
+                name: config.name.clone(),
+                // Announcements go to the control chat, when there is one.
+                control: tg.control_chat.map(|c| c.to_string()).unwrap_or_default(),
+                room: String::new(),
                 route: config.route.clone(),
                 cooldown: Duration::from_secs(config.agent_cooldown_secs),
             };

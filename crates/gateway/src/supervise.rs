@@ -34,15 +34,29 @@ pub async fn supervise(
         }
     };
     let mut failures: u32 = 0;
+    // Connections made so far; each after the first is a reconnect.
+    let mut connections: u32 = 0;
     loop {
         if failures == 0 {
             // While retrying, the board keeps saying down (and why) until a connect works.
-            report(&rt, &what, ChannelState::Connecting, None, failures, None).await;
+            let reconnects = connections.saturating_sub(1);
+            report(
+                &rt,
+                &what,
+                ChannelState::Connecting,
+                None,
+                failures,
+                None,
+                reconnects,
+            )
+            .await;
         }
         let ended = match Door::open(&rt, channel.as_mut(), &what.layout, &mut last_seq).await {
             Ok(door) => {
                 failures = 0;
-                report(&rt, &what, ChannelState::Up, None, 0, None).await;
+                connections = connections.saturating_add(1);
+                let reconnects = connections - 1;
+                report(&rt, &what, ChannelState::Up, None, 0, None, reconnects).await;
                 door.serve(&mut events, &mut stop).await
             }
             Err(e) => Ended::Failed(e),
@@ -62,6 +76,7 @@ pub async fn supervise(
             Some(&error),
             failures,
             Some(next),
+            connections.saturating_sub(1),
         )
         .await;
         tokio::select! {
@@ -84,6 +99,7 @@ async fn report(
     error: Option<&ChannelError>,
     failures: u32,
     next_attempt_unix: Option<i64>,
+    reconnects: u32,
 ) {
     rt.report_channel(ChannelStatus {
         name: what.layout.name.clone(),
@@ -96,6 +112,9 @@ async fn report(
         next_attempt_unix,
         connected: 0,
         queued: 0,
+        reconnects,
+        messages_in: 0,
+        messages_out: 0,
     })
     .await;
 }

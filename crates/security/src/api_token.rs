@@ -86,11 +86,16 @@ pub struct NewToken {
     pub id: String,
 }
 
+/// `len` bytes of the OS's randomness as hex (a secret to hand a platform, say).
+pub fn random_hex(len: usize) -> String {
+    let mut bytes = vec![0u8; len];
+    OsRng.fill_bytes(&mut bytes);
+    hex(&bytes)
+}
+
 /// Makes a token from the OS's randomness.
 pub fn new_token() -> NewToken {
-    let mut bytes = [0u8; 32];
-    OsRng.fill_bytes(&mut bytes);
-    let secret = format!("{TOKEN_PREFIX}{}", hex(&bytes));
+    let secret = format!("{TOKEN_PREFIX}{}", random_hex(32));
     let hash = token_hash(&secret);
     let id = hash[..12].to_owned();
     NewToken { secret, hash, id }

@@ -235,7 +235,7 @@ fn admit(keys: &Keys, grant: &Grant, rate: u32) -> Result<(), ApiError> {
     })
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

@@ -12,7 +12,7 @@ use serde::Serialize;
 pub struct ChannelView {
     /// The `[channels.NAME]` table's name.
     pub name: String,
-    /// `irc`.
+    /// `irc` or `telegram`.
     pub kind: String,
     /// Where it connects (`host:port`).
     pub target: String,
@@ -30,6 +30,12 @@ pub struct ChannelView {
     pub connected: usize,
     /// Outbound lines waiting for flood control.
     pub queued: usize,
+    /// Connections made after the first.
+    pub reconnects: u32,
+    /// Messages received and handled since the daemon started.
+    pub messages_in: u64,
+    /// Messages sent since the daemon started.
+    pub messages_out: u64,
 }
 
 impl From<ChannelStatus> for ChannelView {
@@ -51,6 +57,9 @@ impl From<ChannelStatus> for ChannelView {
             next_attempt_unix: s.next_attempt_unix,
             connected: s.connected,
             queued: s.queued,
+            reconnects: s.reconnects,
+            messages_in: s.messages_in,
+            messages_out: s.messages_out,
         }
     }
 }

@@ -7,6 +7,7 @@
 
 mod audit;
 mod auth;
+mod channel_hooks;
 mod channels;
 mod debug;
 mod dto;
@@ -101,12 +102,17 @@ pub fn router(runtime: Runtime, token: &str, addr: std::net::SocketAddr) -> Rout
         .layer(axum::middleware::from_fn_with_state(audited, audit::record))
 }
 
-/// `POST /hooks/NAME`, outside the bearer token (a delivery's signature authenticates it),
-/// with bodies up to `hooks.max_body`.
+/// `POST /hooks/NAME` and a Telegram channel's `POST /hooks/telegram/NAME`, outside the
+/// bearer token (a delivery's signature or secret authenticates it), with bodies up to
+/// `hooks.max_body`.
 fn hooks_router(runtime: &Runtime) -> Router<AppState> {
     let limit = usize::try_from(runtime.config().hooks.max_body).unwrap_or(usize::MAX);
     Router::new()
         .route("/hooks/{name}", axum::routing::post(hooks::deliver))
+        .route(
+            "/hooks/telegram/{name}",
+            axum::routing::post(channel_hooks::telegram),
+        )
         .layer(axum::extract::DefaultBodyLimit::max(limit))
 }
 

@@ -8,6 +8,7 @@
 mod agents;
 mod api_tokens;
 mod audit;
+mod channel_cursors;
 mod chunk;
 mod clock;
 mod codec;

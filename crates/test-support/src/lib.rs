@@ -17,6 +17,7 @@ mod programs;
 mod recorded;
 mod reply;
 mod server;
+pub mod telegram;
 pub mod wat;
 
 pub use home::TestHome;

@@ -179,12 +179,19 @@ impl IrcChannel {
                 if clean.text.trim().is_empty() {
                     return None;
                 }
+                // IRC has no message ids or replayable history: a room line is for reef only
+                // when the gateway finds an agent named in it.
+                let addressed = matches!(conversation, Conversation::Direct(_));
                 Some(Inbound::Message {
                     listener: speaker.clone(),
                     conversation,
                     author: author(message),
                     text: clean.text,
                     sanitized,
+                    addressed,
+                    key: None,
+                    cursor: None,
+                    files: Vec::new(),
                 })
             }
             "INVITE" => match speaker {

@@ -63,6 +63,9 @@ async fn the_overseer_hears_operators_in_control_and_agents_hear_their_direct_me
         author,
         text,
         sanitized,
+        addressed,
+        key,
+        ..
     } = next(&mut irc).await
     else {
         panic!("expected a message");
@@ -71,6 +74,9 @@ async fn the_overseer_hears_operators_in_control_and_agents_hear_their_direct_me
     assert_eq!(conversation, Conversation::Room("#control".into()));
     assert_eq!(text, "!list");
     assert!(!sanitized);
+    // A room line is not addressed by itself, and IRC has no message ids.
+    assert!(!addressed);
+    assert_eq!(key, None);
     assert_eq!(author.name, "alice");
     assert!(author.identity.starts_with("alice!"), "{}", author.identity);
     assert!(irc.is_operator(&author));

@@ -1,6 +1,6 @@
 //! `reef channels status`: each configured channel as the daemon's supervisor last reported
 //! it: up (with who is connected and what waits for flood control), down (why, and when the
-//! next attempt is), connecting, or disabled.
+//! next attempt is), connecting, or disabled; messages in and out and reconnects.
 
 use crate::cmd::client::Client;
 use crate::exit;
@@ -50,8 +50,19 @@ fn line(c: &Value, now: i64) -> String {
         }
         _ => String::new(),
     };
+    let traffic = format!(
+        "{} in, {} out, {} reconnects",
+        c["messages_in"].as_u64().unwrap_or(0),
+        c["messages_out"].as_u64().unwrap_or(0),
+        c["reconnects"].as_u64().unwrap_or(0)
+    );
+    let detail = if detail.is_empty() {
+        traffic
+    } else {
+        format!("{detail}; {traffic}")
+    };
     format!(
-        "{:<12} {:<5} {:<22} {:<10} {detail}",
+        "{:<12} {:<8} {:<26} {:<10} {detail}",
         s("name"),
         s("kind"),
         s("target"),
@@ -84,7 +95,11 @@ mod tests {
             "{text}"
         );
         let up = json!({"name": "irc", "kind": "irc", "target": "h:6667", "state": "up",
-                        "connected": 2, "queued": 0, "since_unix": 880});
-        assert!(line(&up, 1_000).contains("2 connected, 0 lines queued, up for 2m"));
+                        "connected": 2, "queued": 0, "since_unix": 880, "messages_in": 5,
+                        "messages_out": 7, "reconnects": 1});
+        assert!(
+            line(&up, 1_000)
+                .contains("2 connected, 0 lines queued, up for 2m; 5 in, 7 out, 1 reconnects")
+        );
     }
 }

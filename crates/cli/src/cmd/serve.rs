@@ -84,7 +84,7 @@ pub async fn serve(
         ),
         None => {}
     }
-    let gateway = reef_gateway::Gateway::start(&runtime).await?;
+    let gateway = reef_gateway::Gateway::start(&runtime).await;
     for channel in runtime.channels() {
         eprintln!(
             "reef: channel {} ({} {}) {}",

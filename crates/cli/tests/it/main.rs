@@ -26,6 +26,7 @@ mod safety;
 mod sandbox;
 mod secrets;
 mod skills;
+mod telegram;
 mod tokens;
 mod trust;
 

@@ -1,7 +1,8 @@
 //! `[channels.NAME]` and `[operators]`: defaults, and errors that name the key.
 
 use crate::{Fixture, MAIN};
-use reef_config::{ChannelKind, IrcConfig, Route};
+use reef_config::{ChannelKind, IrcConfig, Route, TelegramMode};
+use reef_core::SecretSource;
 use std::path::Path;
 
 fn load(extra: &str) -> Result<reef_config::Config, String> {
@@ -37,7 +38,9 @@ fn an_irc_channel_takes_its_defaults() {
     );
     let tls =
         load("[channels.x]\ntype = \"irc\"\nserver = \"irc.example.org\"\ntls = true\n").unwrap();
-    let ChannelKind::Irc(irc) = &tls.channels["x"].kind;
+    let ChannelKind::Irc(irc) = &tls.channels["x"].kind else {
+        panic!("an IRC channel")
+    };
     assert_eq!(irc.port, 6697, "IRC over TLS has its own port");
     for (server, host, port) in [
         ("[::1]:7000", "::1", 7000),
@@ -48,7 +51,9 @@ fn an_irc_channel_takes_its_defaults() {
             "[channels.x]\ntype = \"irc\"\nserver = \"{server}\"\n"
         ))
         .unwrap();
-        let ChannelKind::Irc(irc) = &config.channels["x"].kind;
+        let ChannelKind::Irc(irc) = &config.channels["x"].kind else {
+            panic!("an IRC channel")
+        };
         assert_eq!((irc.host.as_str(), irc.port), (host, port), "{server}");
     }
     assert!(load("").unwrap().channels.is_empty());
@@ -183,4 +188,101 @@ fn a_channel_routes_to_an_agent_or_a_template_and_cools_agents_down() {
         assert!(err.contains("channels.irc."), "{extra}: {err}");
         assert!(err.contains(message), "{extra}: {err}");
     }
+}
+
+#[test]
+fn a_telegram_channel_reads_its_token_by_reference() {
+    let config = load(
+        "[channels.tg]\ntype = \"telegram\"\ntoken_env = \"TG_BOT\"\nallowed_users = [7, 8]\n\
+         control_chat = -100123\nroute = \"spawn:worker\"\n\n[operators]\ntg = [42]\n",
+    )
+    .unwrap();
+    let tg = &config.channels["tg"];
+    assert_eq!(tg.operators, ["42"]);
+    let ChannelKind::Telegram(t) = &tg.kind else {
+        panic!("a Telegram channel")
+    };
+    assert_eq!(t.token.source, SecretSource::Env("TG_BOT".into()));
+    assert_eq!(t.api_url, "https://api.telegram.org");
+    assert_eq!(t.mode, TelegramMode::Poll);
+    assert_eq!(t.allowed_users, [7, 8]);
+    assert_eq!(t.control_chat, Some(-100_123));
+    assert_eq!(t.poll_timeout_secs, 30);
+    let hooked = load(
+        "[channels.tg]\ntype = \"telegram\"\ntoken_env = \"TG_BOT\"\nmode = \"webhook\"\n\
+         webhook_url = \"https://reef.example.com/hooks/telegram/tg\"\napi_url = \"http://127.0.0.1:8081/\"\n",
+    )
+    .unwrap();
+    let ChannelKind::Telegram(t) = &hooked.channels["tg"].kind else {
+        panic!("a Telegram channel")
+    };
+    assert_eq!(t.api_url, "http://127.0.0.1:8081");
+    assert_eq!(
+        t.mode,
+        TelegramMode::Webhook {
+            url: "https://reef.example.com/hooks/telegram/tg".into()
+        }
+    );
+}
+
+#[test]
+fn bad_telegram_settings_name_the_key() {
+    let tg = "[channels.tg]\ntype = \"telegram\"\n";
+    for (extra, key, says) in [
+        ("", "channels.tg.token_env", "missing"),
+        (
+            "token_env = \"A\"\ntoken_secret = \"B\"\n",
+            "channels.tg.token_secret",
+            "not both",
+        ),
+        (
+            "token_secret = \"NOPE\"\n",
+            "channels.tg.token_secret",
+            "no [secrets.NOPE]",
+        ),
+        (
+            "token_env = \"A\"\nmode = \"push\"\n",
+            "channels.tg.mode",
+            "unknown mode",
+        ),
+        (
+            "token_env = \"A\"\nmode = \"webhook\"\n",
+            "channels.tg.webhook_url",
+            "missing",
+        ),
+        (
+            "token_env = \"A\"\nwebhook_url = \"https://x/hooks/telegram/tg\"\n",
+            "channels.tg.webhook_url",
+            "webhook",
+        ),
+        (
+            "token_env = \"A\"\napi_url = \"ftp://x\"\n",
+            "channels.tg.api_url",
+            "http",
+        ),
+        (
+            "token_env = \"A\"\npoll_timeout_secs = 90\n",
+            "channels.tg.poll_timeout_secs",
+            "between",
+        ),
+        (
+            "token_env = \"A\"\nserver = \"irc:6667\"\n",
+            "channels.tg.server",
+            "irc channels",
+        ),
+        (
+            "token_env = \"A\"\n\n[operators]\ntg = [\"alice!*@*\"]\n",
+            "operators.tg",
+            "Telegram user id",
+        ),
+    ] {
+        let err = load(&format!("{tg}{extra}")).unwrap_err();
+        assert!(err.contains(key) && err.contains(says), "{extra}\n{err}");
+    }
+    let err =
+        load("[channels.irc]\ntype = \"irc\"\nserver = \"h\"\ntoken_env = \"A\"\n").unwrap_err();
+    assert!(
+        err.contains("channels.irc.token_env") && err.contains("telegram channels"),
+        "{err}"
+    );
 }

@@ -135,9 +135,10 @@ impl Door<'_> {
                     .split([':', ',', ' '])
                     .next()
                     .is_some_and(|first| self.channel.same_name(first, &origin.author));
-                let text = match origin.room {
-                    Some(_) if !named => format!("{}: {text}", origin.author),
-                    _ => text,
+                let text = if origin.in_room() && !named {
+                    format!("{}: {text}", origin.author)
+                } else {
+                    text
                 };
                 let speaker = self.speaker_for(agent);
                 self.say(speaker, origin.conversation(), &text).await

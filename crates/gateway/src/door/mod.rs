@@ -19,12 +19,20 @@ use tokio::sync::{broadcast, watch};
 
 mod events;
 
-/// The longest answer sent to a channel, in bytes; the transcript keeps all of it.
-const MAX_ANSWER_BYTES: usize = 4000;
 /// How often one person is answered a refusal or a hint.
 const QUIET: Duration = Duration::from_secs(10);
 /// Events read from the history at once when catching up.
 pub(super) const CATCH_UP: usize = 1000;
+
+/// One message, as the door routes it.
+struct Said {
+    conversation: Conversation,
+    author: Author,
+    text: String,
+    addressed: bool,
+    key: Option<String>,
+    files: Vec<reef_core::Upload>,
+}
 
 /// How a channel is laid out, from its configuration.
 #[derive(Clone, Debug)]
@@ -77,6 +85,12 @@ impl<'a> Door<'a> {
             .iter()
             .map(|name| (name.clone(), vec![layout.room.clone()]))
             .collect();
+        // A channel whose platform replays what was not confirmed resumes after the last
+        // message handled.
+        let cursor = rt.store().channel_cursor(&layout.name).await.map_err(|e| {
+            ChannelError::Connection(format!("cannot read the channel's place: {e}"))
+        })?;
+        channel.resume(cursor);
         channel.connect(&arrivals).await?;
         Ok(Door {
             rt,
@@ -106,7 +120,7 @@ impl<'a> Door<'a> {
         loop {
             let result = tokio::select! {
                 inbound = self.channel.recv() => match inbound {
-                    Ok(inbound) => self.inbound(inbound).await,
+                    Ok(inbound) => self.handle(inbound).await,
                     Err(e) => Err(e),
                 },
                 event = events.recv() => match event {
@@ -138,6 +152,34 @@ impl<'a> Door<'a> {
         }
     }
 
+    /// Handles `inbound`, then keeps the channel's cursor past it.
+    async fn handle(&mut self, inbound: Inbound) -> Result<(), ChannelError> {
+        let cursor = match &inbound {
+            Inbound::Message { cursor, .. } => cursor.clone(),
+            Inbound::Invited { .. } => None,
+        };
+        if matches!(inbound, Inbound::Message { .. }) {
+            self.rt.channel_traffic(&self.layout.name, 1, 0);
+        }
+        let handled = self.inbound(inbound).await;
+        // A message refused as invalid is handled too; one that broke the connection is not.
+        if !matches!(
+            handled,
+            Err(ChannelError::Connection(_) | ChannelError::Refused(_))
+        ) && let Some(cursor) = cursor
+            && let Err(e) = self
+                .rt
+                .store()
+                .set_channel_cursor(&self.layout.name, &cursor)
+                .await
+        {
+            return Err(ChannelError::Connection(format!(
+                "cannot keep the channel's place: {e}"
+            )));
+        }
+        handled
+    }
+
     async fn inbound(&mut self, inbound: Inbound) -> Result<(), ChannelError> {
         match inbound {
             Inbound::Invited {
@@ -159,29 +201,34 @@ impl<'a> Door<'a> {
                 self.channel.send(Outbound::Join { agent, room }).await
             }
             Inbound::Message {
-                listener: Speaker::Overseer,
+                listener,
                 conversation,
                 author,
                 text,
+                addressed,
+                key,
+                files,
                 ..
-            } => self.for_overseer(conversation, author, &text).await,
-            Inbound::Message {
-                listener: Speaker::Agent(agent),
-                conversation,
-                author,
-                text,
-                ..
-            } => self.for_agent(&agent, conversation, author, &text).await,
+            } => {
+                let said = Said {
+                    conversation,
+                    author,
+                    text,
+                    addressed,
+                    key,
+                    files,
+                };
+                match listener {
+                    Speaker::Overseer => self.for_overseer(said).await,
+                    Speaker::Agent(agent) => self.for_agent(&agent, said).await,
+                }
+            }
         }
     }
 
-    async fn for_overseer(
-        &mut self,
-        conversation: Conversation,
-        author: Author,
-        text: &str,
-    ) -> Result<(), ChannelError> {
-        if let Some(line) = text.trim_start().strip_prefix('!') {
+    async fn for_overseer(&mut self, said: Said) -> Result<(), ChannelError> {
+        let (conversation, author) = (said.conversation.clone(), said.author.clone());
+        if let Some(line) = said.text.trim_start().strip_prefix('!') {
             if !self.channel.is_operator(&author) {
                 // Answered (and recorded) at most once per QUIET per person, so nobody can
                 // fill the send queue or the history with refusals.
@@ -204,14 +251,14 @@ impl<'a> Door<'a> {
                 .say(Speaker::Overseer, conversation, &reply.lines.join("\n"))
                 .await;
         }
-        let Conversation::Direct(peer) = &conversation else {
-            // Talk in the control room is between people.
+        if !said.addressed {
+            // Talk in a room that does not address reef is between people.
             return Ok(());
-        };
+        }
         let agent = match &self.layout.route {
             Some(Route::Agent(name)) => name.clone(),
             Some(Route::Spawn(template)) => {
-                let name = conversation_agent(&self.layout.name, peer);
+                let name = conversation_agent(&self.layout.name, conversation.name());
                 if let Err(e) = self.spawn_for(&name, template).await {
                     let line = format!("cannot start an agent for you: {e}");
                     return self.say(Speaker::Overseer, conversation, &line).await;
@@ -230,27 +277,21 @@ impl<'a> Door<'a> {
                 return self.say(Speaker::Overseer, conversation, &hint).await;
             }
         };
-        self.deliver(&agent, &conversation, &author, text).await
+        self.deliver(&agent, said).await
     }
 
-    async fn for_agent(
-        &mut self,
-        agent: &str,
-        conversation: Conversation,
-        author: Author,
-        text: &str,
-    ) -> Result<(), ChannelError> {
-        let from_agent = self.agent_by_handle(&author.name);
+    async fn for_agent(&mut self, agent: &str, said: Said) -> Result<(), ChannelError> {
+        let from_agent = self.agent_by_handle(&said.author.name);
         if from_agent.as_deref() == Some(agent) {
             return Ok(());
         }
-        if let Conversation::Room(_) = conversation {
+        if let Conversation::Room(_) = said.conversation {
             let handle = self
                 .channel
                 .handle(&Speaker::Agent(agent.to_owned()))
                 .unwrap_or_default();
             let names = [agent, handle.as_str()];
-            if !mentions(text, &names, |a, b| self.channel.same_name(a, b)) {
+            if !mentions(&said.text, &names, |a, b| self.channel.same_name(a, b)) {
                 return Ok(());
             }
         }
@@ -262,27 +303,53 @@ impl<'a> Door<'a> {
                 .await;
             return Ok(());
         }
-        self.deliver(agent, &conversation, &author, text).await
+        self.deliver(agent, said).await
     }
 
-    /// Puts `text` in `agent`'s inbox with the conversation as its sender label.
-    async fn deliver(
-        &mut self,
-        agent: &str,
-        conversation: &Conversation,
-        author: &Author,
-        text: &str,
-    ) -> Result<(), ChannelError> {
+    /// Puts what was said in `agent`'s inbox with the conversation as its sender label, and
+    /// the files that came with it in the agent's workspace.
+    async fn deliver(&mut self, agent: &str, said: Said) -> Result<(), ChannelError> {
+        let Said {
+            conversation,
+            author,
+            mut text,
+            key,
+            files,
+            ..
+        } = said;
+        let conversation = &conversation;
+        let author = &author;
         let origin = Origin::new(&self.layout.name, &author.name, conversation);
-        self.keys += 1;
-        let key = format!(
-            "{}:{}:{}",
-            self.layout.name,
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-            self.keys
-        );
+        // The platform's id of the message makes a second delivery of it (after a restart)
+        // a no-op; without one, a key of this process.
+        let key = match key {
+            Some(id) => format!("{}:msg:{id}", self.layout.name),
+            None => {
+                self.keys += 1;
+                format!(
+                    "{}:{}:{}",
+                    self.layout.name,
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos()),
+                    self.keys
+                )
+            }
+        };
+        for file in files {
+            match self.rt.save_upload(agent, &file.name, &file.bytes).await {
+                Ok(path) => text.push_str(&format!(
+                    "\n[{} sent a file: {path} in your workspace, {} bytes]",
+                    author.name,
+                    file.bytes.len()
+                )),
+                Err(e) => text.push_str(&format!(
+                    "\n[{} sent a file ({}) that could not be saved: {e}]",
+                    author.name, file.name
+                )),
+            }
+        }
+        let text = text.as_str();
         // Someone who is not an operator is outside the operator's control: fenced.
         let fenced;
         let text = if self.channel.is_operator(author) {
@@ -330,7 +397,7 @@ impl<'a> Door<'a> {
         }
     }
 
-    /// Says `text` (cut to [`MAX_ANSWER_BYTES`]) as `from`.
+    /// Says `text` (cut to the channel's answer limit) as `from`.
     async fn say(
         &mut self,
         from: Speaker,
@@ -343,11 +410,14 @@ impl<'a> Door<'a> {
             Speaker::Agent(name) => Some(name.as_str()),
             Speaker::Overseer => None,
         };
+        let limit = self.channel.answer_limit();
         let text = match self.rt.screen_outgoing(text, &place, agent).await {
-            reef_runtime::Outgoing::Send(text) => cut(&text),
+            reef_runtime::Outgoing::Send(text) => cut(&text, limit),
             reef_runtime::Outgoing::Withheld(why) => format!("[message withheld: {why}]"),
         };
-        self.channel.send(Outbound::Say { from, to, text }).await
+        self.channel.send(Outbound::Say { from, to, text }).await?;
+        self.rt.channel_traffic(&self.layout.name, 0, 1);
+        Ok(())
     }
 
     /// The agent speaks for itself when it is on the channel, else the overseer relays.
@@ -406,11 +476,11 @@ pub(super) fn on_channel(rt: &Runtime, template: &str, name: &str) -> bool {
         .is_none_or(|t| t.on_channel(name))
 }
 
-fn cut(text: &str) -> String {
-    if text.len() <= MAX_ANSWER_BYTES {
+fn cut(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
         return text.to_owned();
     }
-    let mut end = MAX_ANSWER_BYTES;
+    let mut end = limit;
     while !text.is_char_boundary(end) {
         end -= 1;
     }

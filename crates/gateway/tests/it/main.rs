@@ -5,3 +5,4 @@
 mod control;
 mod rooms;
 mod support;
+mod telegram;

@@ -44,7 +44,7 @@ pub async fn daemon(responder: Responder, channel: &str, extra: &str) -> Daemon 
     })
     .await
     .unwrap();
-    let gateway = Gateway::start(&runtime).await.unwrap();
+    let gateway = Gateway::start(&runtime).await;
     Daemon {
         runtime,
         gateway: Some(gateway),

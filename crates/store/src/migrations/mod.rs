@@ -18,6 +18,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0012_audit.sql")),
     M::up(include_str!("0013_capabilities.sql")),
     M::up(include_str!("0014_api_tokens.sql")),
+    M::up(include_str!("0015_channel_cursors.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -30,6 +31,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 14);
+        assert_eq!(ALL.len(), 15);
     }
 }
