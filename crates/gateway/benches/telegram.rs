@@ -40,26 +40,38 @@ async fn main() {
         token_file.display(),
         fake.url()
     ));
+    // Two agents alike, each with a fresh history, so neither run pays for the other's
+    // context; a lifetime budget that holds a run of turns whose history keeps growing.
+    let templates = home.path().join("templates");
+    std::fs::create_dir_all(&templates).unwrap();
+    std::fs::write(
+        templates.join("bench.toml"),
+        "description = \"benchmark agent\"\npersona = \"Answer.\"\n\n\
+         [capabilities]\ntools = [\"list_dir\"]\n\n[budget]\ntokens = 100000000\nrounds = 2\n",
+    )
+    .unwrap();
     let (runtime, _) = Runtime::start(RuntimeOptions {
         config: home.load_config(),
-        templates: Templates::builtin().unwrap(),
+        templates: Templates::load(&templates).unwrap(),
         helper: None,
         model_override: None,
         clock: None,
     })
     .await
     .unwrap();
-    runtime
-        .spawn_agent(
-            SpawnRequest {
-                name: "bench".into(),
-                template: "quick".into(),
-                ..SpawnRequest::default()
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    for name in ["direct", "bench"] {
+        runtime
+            .spawn_agent(
+                SpawnRequest {
+                    name: name.into(),
+                    template: "bench".into(),
+                    ..SpawnRequest::default()
+                },
+                None,
+            )
+            .await
+            .unwrap();
+    }
 
     // Baseline: the same turns, the messages put in the inbox directly.
     let from = runtime.store().last_event_seq().await.unwrap();
@@ -67,7 +79,7 @@ async fn main() {
     for i in 0..MESSAGES {
         runtime
             .send_message(
-                "bench",
+                "direct",
                 Sender::Channel("bench"),
                 &format!("message {i}"),
                 &format!("direct-{i}"),
@@ -76,16 +88,20 @@ async fn main() {
             .await
             .unwrap();
     }
-    wait_turns(&runtime, from, MESSAGES).await;
+    let direct_turns = wait_turns(&runtime, from, MESSAGES).await;
     let direct = t.elapsed();
 
     let gateway = Gateway::start(&runtime).await;
     wait_up(&runtime).await;
+    let up_from = runtime.store().last_event_seq().await.unwrap();
     let t = Instant::now();
     for i in 0..MESSAGES {
         fake.push_text(USER, (USER, "op"), &format!("message {i}"));
     }
-    while fake.sent().len() < MESSAGES {
+    // Every message handled (a turn may take several that arrived together), and every
+    // turn's answer delivered to the fake.
+    let turns = wait_turns(&runtime, up_from, MESSAGES).await;
+    while fake.sent().len() < turns {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let through = t.elapsed();
@@ -93,12 +109,12 @@ async fn main() {
 
     let rate = |d: Duration| MESSAGES as f64 / d.as_secs_f64();
     println!(
-        "baseline: {MESSAGES} messages into the inbox, answered      {:>8.1} msg/s ({:.0} ms)",
+        "baseline: {MESSAGES} messages into the inbox, answered      {:>8.1} msg/s ({:.0} ms, {direct_turns} turns)",
         rate(direct),
         direct.as_secs_f64() * 1000.0
     );
     println!(
-        "telegram: {MESSAGES} messages from the fake Bot API, answered {:>8.1} msg/s ({:.0} ms)",
+        "telegram: {MESSAGES} messages from the fake Bot API, answered {:>8.1} msg/s ({:.0} ms, {turns} turns)",
         rate(through),
         through.as_secs_f64() * 1000.0
     );
@@ -108,9 +124,10 @@ async fn main() {
     );
 }
 
-async fn wait_turns(runtime: &Runtime, mut after: u64, n: usize) {
-    let mut ended = 0;
-    while ended < n {
+/// Waits until turns after event `after` have handled `n` messages; returns how many turns.
+async fn wait_turns(runtime: &Runtime, mut after: u64, n: usize) -> usize {
+    let (mut handled, mut turns) = (0, 0);
+    while handled < n {
         let page = runtime
             .store()
             .events_after(after, None, 1000)
@@ -118,12 +135,16 @@ async fn wait_turns(runtime: &Runtime, mut after: u64, n: usize) {
             .unwrap();
         for event in &page {
             after = event.seq;
-            ended += usize::from(event.kind == "turn.ended");
+            if event.kind == "turn.ended" {
+                turns += 1;
+                handled += event.data["inbox_ids"].as_array().map_or(0, Vec::len);
+            }
         }
         if page.is_empty() {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
     }
+    turns
 }
 
 async fn wait_up(runtime: &Runtime) {
