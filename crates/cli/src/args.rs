@@ -122,6 +122,16 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::token_args::TokenCommand,
     },
+    /// The QUIC gateway for remote clients: `reef gateway token create|list|revoke` (its
+    /// client tokens are the daemon's API tokens; one works on both doors).
+    Gateway {
+        #[command(subcommand)]
+        command: crate::token_args::GatewayCommand,
+    },
+    /// Talk with an agent of a daemon on another machine, over its QUIC gateway, trusting
+    /// only the certificate with the given fingerprint. The token comes from REEF_TOKEN or
+    /// --token-file, never the command line.
+    Connect(crate::token_args::ConnectArgs),
     /// The encrypted vault of secrets: set (value typed or piped, never an argument), list
     /// with policies and last use, rm, rotate a value or the passphrase.
     Secrets {

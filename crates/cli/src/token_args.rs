@@ -1,6 +1,7 @@
-//! The grammar of `reef token …`.
+//! The grammar of `reef token …`, `reef gateway token …` and `reef connect`.
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
 
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
@@ -26,4 +27,36 @@ pub enum TokenCommand {
         /// The token's name or id.
         token: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GatewayCommand {
+    /// The gateway's client tokens: the daemon's API tokens (`reef token`), by another name.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    /// The gateway's address, HOST:PORT (`[gateway.quic] listen` of the daemon).
+    pub addr: String,
+    /// The SHA-256 fingerprint of the gateway's certificate, as `reef serve` printed it
+    /// (AB:CD:…); any other certificate is refused.
+    #[arg(long)]
+    pub fingerprint: String,
+    /// The agent to talk to.
+    #[arg(long)]
+    pub agent: String,
+    /// A file holding the token (instead of the REEF_TOKEN environment variable).
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// Send this one message, print the answer and leave (otherwise lines are read from the
+    /// terminal or standard input until /quit or end of input).
+    #[arg(long, short)]
+    pub message: Option<String>,
+    /// Print the protocol events as JSON lines, as `reef run --json` does.
+    #[arg(long)]
+    pub json: bool,
 }

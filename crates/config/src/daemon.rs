@@ -193,7 +193,7 @@ pub(crate) fn resolve(
     let root_rate_limit = raw.root_rate_limit.filter(|n| *n > 0);
     let tls = raw
         .tls
-        .map(|tls| resolve_tls(tls, home, &invalid))
+        .map(|tls| resolve_tls(tls, home, "daemon.tls", &invalid))
         .transpose()?
         .flatten();
     Ok(DaemonConfig {
@@ -242,11 +242,14 @@ fn check_host(host: &str) -> Result<(), String> {
     }
 }
 
-fn resolve_tls(
+/// The certificate source of a `[….tls]` table at `table` (`daemon.tls`, say).
+pub(crate) fn resolve_tls(
     raw: TlsToml,
     home: &Path,
+    table: &str,
     invalid: &dyn Fn(&str, String) -> ConfigError,
 ) -> Result<Option<TlsSource>, ConfigError> {
+    let key = |name: &str| format!("{table}.{name}");
     let path = |key: &str, text: String| {
         if text.is_empty() {
             return Err(invalid(key, "must not be empty".into()));
@@ -260,19 +263,19 @@ fn resolve_tls(
     };
     match (raw.cert, raw.key, raw.self_signed.unwrap_or(false)) {
         (Some(_), _, true) | (_, Some(_), true) => Err(invalid(
-            "daemon.tls.self_signed",
+            &key("self_signed"),
             "give either cert and key, or self_signed = true, not both".into(),
         )),
-        (Some(cert), Some(key), false) => Ok(Some(TlsSource::Files {
-            cert: path("daemon.tls.cert", cert)?,
-            key: path("daemon.tls.key", key)?,
+        (Some(cert), Some(key_file), false) => Ok(Some(TlsSource::Files {
+            cert: path(&key("cert"), cert)?,
+            key: path(&key("key"), key_file)?,
         })),
         (Some(_), None, false) => Err(invalid(
-            "daemon.tls.key",
+            &key("key"),
             "missing: a certificate needs its private key".into(),
         )),
         (None, Some(_), false) => Err(invalid(
-            "daemon.tls.cert",
+            &key("cert"),
             "missing: a private key needs its certificate".into(),
         )),
         (None, None, true) => Ok(Some(TlsSource::SelfSigned)),

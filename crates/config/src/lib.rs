@@ -10,6 +10,7 @@ mod agent;
 mod channels;
 mod daemon;
 mod error;
+mod gateway;
 mod heartbeat;
 mod hooks;
 mod layers;
@@ -36,6 +37,7 @@ pub use channels::{
 };
 pub use daemon::{ApprovalsConfig, DaemonConfig, DashboardConfig, MetricsConfig, TlsSource};
 pub use error::ConfigError;
+pub use gateway::{DEFAULT_QUIC_PORT, GatewayConfig, QuicConfig};
 pub use heartbeat::{DEFAULT_STUCK_AFTER, HeartbeatConfig, JobsConfig, active_window};
 pub use hooks::{DEFAULT_MAX_BODY, HookConfig, HookRoute, HooksConfig};
 pub use layers::{LoadOptions, Origin};

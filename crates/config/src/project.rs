@@ -10,7 +10,7 @@ use std::path::Path;
 pub(crate) const MAX_PROJECT_FILE: u64 = 1024 * 1024;
 
 /// Key families a project file may set only when trusted: (prefix, shown as, why).
-const RESTRICTED: [(&str, &str, &str); 19] = [
+const RESTRICTED: [(&str, &str, &str); 20] = [
     (
         "prices",
         "prices.*",
@@ -57,6 +57,11 @@ const RESTRICTED: [(&str, &str, &str); 19] = [
         "daemon",
         "daemon.*",
         "it could change where the daemon listens",
+    ),
+    (
+        "gateway",
+        "gateway.*",
+        "it could open a door to your agents on the network",
     ),
     (
         "channels",

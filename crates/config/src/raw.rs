@@ -21,6 +21,7 @@ pub(crate) struct ConfigToml {
     pub approvals: Option<crate::daemon::ApprovalsToml>,
     pub metrics: Option<crate::daemon::MetricsToml>,
     pub dashboard: Option<crate::daemon::DashboardToml>,
+    pub gateway: Option<crate::gateway::GatewayToml>,
     pub models: Option<ModelsToml>,
     pub memory: Option<crate::memory::MemoryToml>,
     #[serde(default)]

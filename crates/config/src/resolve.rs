@@ -98,6 +98,8 @@ pub struct Config {
     pub metrics: crate::daemon::MetricsConfig,
     /// `[dashboard]`.
     pub dashboard: crate::daemon::DashboardConfig,
+    /// `[gateway]`: the QUIC gateway.
+    pub gateway: crate::gateway::GatewayConfig,
     pub models: ModelsConfig,
     pub memory: crate::memory::MemoryConfig,
     /// No provider was configured: `local` (the embedded default model) was added.
@@ -237,6 +239,8 @@ impl Config {
         let metrics = crate::daemon::MetricsConfig {
             public: parsed.metrics.and_then(|m| m.public).unwrap_or(false),
         };
+        let gateway =
+            crate::gateway::resolve(parsed.gateway.unwrap_or_default(), &opts.home, &origin_of)?;
         let dashboard = crate::daemon::DashboardConfig {
             terminal: parsed.dashboard.and_then(|d| d.terminal).unwrap_or(false),
         };
@@ -334,6 +338,7 @@ impl Config {
             approvals,
             metrics,
             dashboard,
+            gateway,
             models,
             memory,
             implicit_local,

@@ -68,6 +68,8 @@ pub(crate) struct Inner {
     pub activity: crate::activity::Board,
     /// Counters for `/metrics`.
     pub meter: crate::metrics::Meter,
+    /// Agents' protocol events as they happen.
+    pub live: crate::live::Live,
 }
 
 /// What a start found and repaired.
@@ -131,6 +133,7 @@ impl Runtime {
                 in_flight: crate::questions::InFlight::default(),
                 background: Mutex::new(vec![pump]),
                 lost_events: AtomicU64::new(0),
+                live: crate::live::Live::default(),
                 debuggers: crate::debug::Debuggers::default(),
                 started: std::time::Instant::now(),
                 channels: crate::channels::Board::default(),
@@ -212,6 +215,12 @@ impl Runtime {
 
     pub fn bus(&self) -> &Bus {
         &self.inner.bus
+    }
+
+    /// Agents' protocol events as their sessions report them, streamed text included, from
+    /// now on (see [`crate::LiveEvent`]).
+    pub fn live_events(&self) -> tokio::sync::broadcast::Receiver<crate::LiveEvent> {
+        self.inner.live.subscribe()
     }
 
     /// Long-term memory, as agents use it (same embedder and ranking).

@@ -156,7 +156,27 @@ pub(crate) async fn require_token(
             "missing `Authorization: Bearer <token>`; the token is in $REEF_HOME/api-token",
         ));
     };
-    let (grant, rate) = if constant_time_eq(given.as_bytes(), keys.root.as_bytes()) {
+    let (grant, rate) = check(&keys, runtime.store(), given).await?;
+    if let Some(rate) = rate {
+        admit(&keys, &grant, rate)?;
+    }
+    request.extensions_mut().insert(grant.clone());
+    let mut response = next.run(request).await;
+    response
+        .extensions_mut()
+        .insert(reef_dashboard::Authenticated("api token"));
+    response.extensions_mut().insert(grant);
+    Ok(response)
+}
+
+/// The grant of token text `given` (the root token, or a scoped token not revoked) and its
+/// rate limit per minute, or why it is refused (401).
+pub(crate) async fn check(
+    keys: &Keys,
+    store: &reef_store::Store,
+    given: &str,
+) -> Result<(Grant, Option<u32>), ApiError> {
+    let checked = if constant_time_eq(given.as_bytes(), keys.root.as_bytes()) {
         let grant = Grant {
             id: "root".into(),
             name: "root".into(),
@@ -165,12 +185,7 @@ pub(crate) async fn require_token(
         (grant, keys.root_rate)
     } else {
         let found = match given.starts_with(TOKEN_PREFIX) {
-            true => {
-                runtime
-                    .store()
-                    .api_token_by_hash(&token_hash(given))
-                    .await?
-            }
+            true => store.api_token_by_hash(&token_hash(given)).await?,
             false => None,
         };
         match found {
@@ -203,20 +218,11 @@ pub(crate) async fn require_token(
             }
         }
     };
-    if let Some(rate) = rate {
-        admit(&keys, &grant, rate)?;
-    }
-    request.extensions_mut().insert(grant.clone());
-    let mut response = next.run(request).await;
-    response
-        .extensions_mut()
-        .insert(reef_dashboard::Authenticated("api token"));
-    response.extensions_mut().insert(grant);
-    Ok(response)
+    Ok(checked)
 }
 
 /// Counts the request in the token's window, or refuses it with when to retry.
-fn admit(keys: &Keys, grant: &Grant, rate: u32) -> Result<(), ApiError> {
+pub(crate) fn admit(keys: &Keys, grant: &Grant, rate: u32) -> Result<(), ApiError> {
     let mut windows = keys.windows.lock().unwrap_or_else(PoisonError::into_inner);
     let window = windows
         .entry(grant.id.clone())

@@ -20,6 +20,7 @@ mod mcp;
 mod metrics;
 mod openai;
 mod openapi;
+pub mod quic;
 mod routes;
 mod routines;
 mod scope;

@@ -6,7 +6,6 @@
 use reef_config::TlsSource;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use sha2::{Digest, Sha256};
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
@@ -53,9 +52,22 @@ pub struct TlsSetup {
     pub created: bool,
 }
 
-/// The certificate for `source`: the configured files, or the self-signed pair under `home`
-/// (made on first start for `names`, then reused).
-pub fn load(source: &TlsSource, home: &Path, names: &[String]) -> Result<TlsSetup, TlsError> {
+/// A certificate chain and its key, read (or made) and not yet served.
+pub struct Material {
+    pub chain: Vec<CertificateDer<'static>>,
+    pub key: PrivateKeyDer<'static>,
+    /// Where the certificate (chain) is: what a client pins or trusts.
+    pub cert_path: PathBuf,
+    /// SHA-256 of the leaf certificate's DER, as colon-separated upper-case hex.
+    pub fingerprint: String,
+    /// Whether the certificate was made just now.
+    pub created: bool,
+}
+
+/// The certificate and key of `source`: the configured files, or the self-signed pair under
+/// `home` (made on first start for `names`, then reused). The HTTP API and the QUIC gateway
+/// share the self-signed pair, so one fingerprint is pinned for both.
+pub fn material(source: &TlsSource, home: &Path, names: &[String]) -> Result<Material, TlsError> {
     let cert_path = cert_path(source, home);
     let (key_path, created) = match source {
         TlsSource::Files { key, .. } => (key.clone(), false),
@@ -81,6 +93,24 @@ pub fn load(source: &TlsSource, home: &Path, names: &[String]) -> Result<TlsSetu
     let key_text = read_key(&key_path)?;
     let key = PrivateKeyDer::from_pem_slice(&key_text)
         .map_err(|e| bad(&key_path, format!("not a PEM private key ({e})")))?;
+    Ok(Material {
+        chain,
+        key,
+        cert_path,
+        fingerprint,
+        created,
+    })
+}
+
+/// The certificate for `source`, ready to serve the HTTP API (see [`material`]).
+pub fn load(source: &TlsSource, home: &Path, names: &[String]) -> Result<TlsSetup, TlsError> {
+    let Material {
+        chain,
+        key,
+        cert_path,
+        fingerprint,
+        created,
+    } = material(source, home, names)?;
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -117,11 +147,7 @@ pub fn client_pin(source: &TlsSource, home: &Path) -> Result<CertificateDer<'sta
 
 /// SHA-256 of `der`, as `AB:CD:…`.
 pub fn fingerprint(der: &[u8]) -> String {
-    Sha256::digest(der)
-        .iter()
-        .map(|b| format!("{b:02X}"))
-        .collect::<Vec<_>>()
-        .join(":")
+    reef_quic::fingerprint(der)
 }
 
 fn bad(path: &Path, message: String) -> TlsError {

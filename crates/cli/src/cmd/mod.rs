@@ -13,6 +13,7 @@ mod channels;
 mod chat;
 mod client;
 mod config;
+mod connect;
 mod cost;
 mod dashboard;
 mod debug;
@@ -74,6 +75,10 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Cap { command } => cap::cap(&cli.overrides, command).await,
         Command::Secrets { command } => secrets::secrets(&cli.overrides, command).await,
         Command::Token { command } => token::token(&cli.overrides, command).await,
+        Command::Gateway {
+            command: crate::token_args::GatewayCommand::Token { command },
+        } => token::token(&cli.overrides, command).await,
+        Command::Connect(args) => connect::connect(args).await,
         Command::Skills { command } => skills::skills(&cli.overrides, command).await,
         Command::Mcp { command } => mcp::mcp(&cli.overrides, command).await,
         Command::Trust(args) => trust::trust(args),

@@ -1,7 +1,7 @@
 //! `reef serve`: the daemon. Writes `$REEF_HOME/reef.pid` (refusing to start next to a live
 //! daemon) and `$REEF_HOME/reef.addr` (where clients connect: `ADDR`, or `https://ADDR` with
 //! `[daemon.tls]`), creates the API token and the TLS certificate if asked, starts
-//! the runtime, the channels and the HTTP API, and on SIGTERM or Ctrl-C closes the channels (agents QUIT) and interrupts running turns (their
+//! the runtime, the channels, the HTTP API and the QUIC gateway (`$REEF_HOME/quic.addr`), and on SIGTERM or Ctrl-C closes the channels (agents QUIT) and interrupts running turns (their
 //! messages go back to the inboxes, the transcripts keep what was done) before exiting.
 
 use crate::home;
@@ -28,10 +28,15 @@ pub async fn serve(
         .await
         .with_context(|| format!("cannot listen on {listen} (daemon.listen)"))?;
     let addr = listener.local_addr()?;
+    // The names a self-signed certificate is made for (the HTTP API and the QUIC gateway
+    // share it).
+    let mut names = vec![addr.ip().to_string()];
+    names.extend(config.daemon.hosts.iter().map(|h| host_name(h).to_owned()));
+    if let Some(quic) = &config.gateway.quic {
+        names.push(quic.listen.ip().to_string());
+    }
     let tls = match &config.daemon.tls {
         Some(source) => {
-            let mut names = vec![addr.ip().to_string()];
-            names.extend(config.daemon.hosts.iter().map(|h| host_name(h).to_owned()));
             let setup = reef_server::tls::load(source, &home_dir, &names)
                 .context("cannot set up TLS for the HTTP API ([daemon.tls])")?;
             Some(setup)
@@ -84,6 +89,7 @@ pub async fn serve(
         ),
         None => {}
     }
+    let quic = start_quic(&runtime, &token, &home_dir, &names)?;
     let gateway = reef_gateway::Gateway::start(&runtime).await;
     for channel in runtime.channels() {
         eprintln!(
@@ -96,15 +102,62 @@ pub async fn serve(
     let served = reef_server::serve(listener, router, tls.as_ref(), async move {
         wait_for_signal().await;
         eprintln!("reef: shutting down: agents leave their channels, running turns stop");
+        // Remote conversations end first; nothing answers them any more.
+        if let Some((stop, task)) = quic {
+            stop.send_replace(true);
+            if let Err(err) = task.await {
+                eprintln!("reef: the QUIC gateway failed: {err}");
+            }
+        }
         gateway.shutdown().await;
         stopper.shutdown().await;
     })
     .await;
     let _ = std::fs::remove_file(&addr_file);
+    // Gone already when the gateway was not configured.
+    let _absent = std::fs::remove_file(home_dir.join("quic.addr"));
     drop(pid);
     served.context("the HTTP server failed")?;
     eprintln!("reef: stopped");
     Ok(crate::exit::OK)
+}
+
+/// Binds and starts the QUIC gateway when `[gateway.quic]` is set, writing its address to
+/// `$REEF_HOME/quic.addr`; returns what stops it.
+fn start_quic(
+    runtime: &Runtime,
+    token: &str,
+    home_dir: &Path,
+    names: &[String],
+) -> anyhow::Result<
+    Option<(
+        tokio::sync::watch::Sender<bool>,
+        tokio::task::JoinHandle<()>,
+    )>,
+> {
+    let bound = reef_server::quic::QuicGateway::bind(runtime, token, home_dir, names)
+        .context("cannot start the QUIC gateway ([gateway.quic])")?;
+    let Some(gateway) = bound else {
+        return Ok(None);
+    };
+    let quic_file = home_dir.join("quic.addr");
+    std::fs::write(&quic_file, format!("{}\n", gateway.addr))
+        .with_context(|| format!("cannot write {}", quic_file.display()))?;
+    eprintln!(
+        "reef: QUIC gateway on {} (certificate {}{} SHA-256 fingerprint {}); connect with          `reef connect HOST:{} --fingerprint {} --agent NAME`",
+        gateway.addr,
+        gateway.cert_path.display(),
+        if gateway.created { ", made now," } else { "," },
+        gateway.fingerprint,
+        gateway.addr.port(),
+        gateway.fingerprint
+    );
+    let (stop, mut stopped) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(gateway.serve(async move {
+        // Either a stop or the daemon dropping the sender: stop both ways.
+        let _either = stopped.changed().await;
+    }));
+    Ok(Some((stop, task)))
 }
 
 /// The name of a `daemon.hosts` entry without its port.

@@ -20,6 +20,7 @@ mod mcp;
 mod memory;
 mod models;
 mod openai;
+mod quic;
 mod replay;
 mod routines;
 mod safety;

@@ -98,3 +98,66 @@ fn bad_values_name_their_key() {
         assert!(err.contains(key) && err.contains(says), "{toml}\n{err}");
     }
 }
+
+#[test]
+fn the_quic_gateway_is_off_until_its_table_is_set() {
+    let fx = Fixture::new();
+    fx.write(Path::new("home/reef.toml"), MAIN);
+    assert_eq!(fx.load(&[], &[]).unwrap().gateway.quic, None);
+
+    let fx = Fixture::new();
+    fx.write(
+        Path::new("home/reef.toml"),
+        &format!("{MAIN}\n[gateway.quic]\n"),
+    );
+    let quic = fx.load(&[], &[]).unwrap().gateway.quic.unwrap();
+    assert_eq!(quic.listen, "0.0.0.0:4433".parse().unwrap());
+    assert_eq!(quic.tls, TlsSource::SelfSigned);
+    assert_eq!((quic.max_streams, quic.recheck_secs), (256, 5));
+
+    let fx = Fixture::new();
+    fx.write(
+        Path::new("home/reef.toml"),
+        &format!(
+            "{MAIN}\n[gateway.quic]\nlisten = \"127.0.0.1:9443\"\ncert = \"q.pem\"\nkey = \"q.key\"\n\
+             max_streams = 100\nrecheck_secs = 1\n"
+        ),
+    );
+    let quic = fx.load(&[], &[]).unwrap().gateway.quic.unwrap();
+    assert_eq!(quic.listen, "127.0.0.1:9443".parse().unwrap());
+    assert_eq!(
+        quic.tls,
+        TlsSource::Files {
+            cert: fx.home().join("q.pem"),
+            key: fx.home().join("q.key"),
+        }
+    );
+    assert_eq!((quic.max_streams, quic.recheck_secs), (100, 1));
+}
+
+#[test]
+fn bad_quic_gateway_settings_name_their_key() {
+    for (toml, key, says) in [
+        (
+            "listen = \"everywhere\"",
+            "gateway.quic.listen",
+            "0.0.0.0:4433",
+        ),
+        ("cert = \"q.pem\"", "gateway.quic.key", "private key"),
+        ("key = \"q.key\"", "gateway.quic.cert", "certificate"),
+        (
+            "max_streams = 0",
+            "gateway.quic.max_streams",
+            "between 1 and 10000",
+        ),
+        (
+            "recheck_secs = 0",
+            "gateway.quic.recheck_secs",
+            "between 1 and 3600",
+        ),
+        ("port = 1", "port", "unknown"),
+    ] {
+        let err = error_of(&format!("[gateway.quic]\n{toml}\n"));
+        assert!(err.contains(key) && err.contains(says), "{toml}: {err}");
+    }
+}

@@ -103,7 +103,7 @@ impl Worker {
         while let Some(event) = handle.next_event().await {
             let done = event.id == id && answer(&event.msg);
             let msg = event.msg.clone();
-            record::session_event(&rt, &self.agent, (&[], &[]), event.msg).await;
+            record::session_event(&rt, &self.agent, (&[], &[]), event).await;
             if done {
                 return Ok(msg);
             }

@@ -3,7 +3,7 @@
 //! (`Runtime::lost_events`); it never stops the agent.
 
 use crate::kernel::Runtime;
-use reef_core::{AgentId, EventMsg};
+use reef_core::{AgentId, Event, EventMsg};
 use serde_json::{Value, json};
 use std::sync::atomic::Ordering;
 
@@ -25,8 +25,10 @@ pub(super) async fn session_event(
     rt: &Runtime,
     agent: &AgentId,
     (ids, senders): (&[u64], &[String]),
-    msg: EventMsg,
+    reported: Event,
 ) {
+    rt.inner.live.publish(agent, ids, &reported);
+    let msg = reported.msg;
     rt.inner.activity.observe(agent, &msg);
     rt.inner.meter.observe(agent, &msg);
     if let Some((kind, data)) = translate(ids, senders, msg) {

@@ -102,9 +102,10 @@ impl Worker {
                         EventMsg::TurnEnded { outcome, .. } => Some(outcome.clone()),
                         _ => None,
                     };
-                    record::session_event(rt, &record.id, (&ids, &senders), event.msg).await;
+                    let id = event.id.clone();
+                    record::session_event(rt, &record.id, (&ids, &senders), event).await;
                     if let Some(outcome) = ended
-                        && let Some(messages) = pending.remove(&event.id)
+                        && let Some(messages) = pending.remove(&id)
                     {
                         let asked = lock(&self.ctx.current)
                             .take()

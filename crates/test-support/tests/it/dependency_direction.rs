@@ -54,6 +54,8 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
         ("reef-wasm", Some(&[][..])),
         ("reef-workspace", Some(&[][..])),
         ("reef-channels", Some(&["reef-core", "reef-config"][..])),
+        // The QUIC gateway's wire and client: a leaf beside core.
+        ("reef-quic", Some(&["reef-core"][..])),
         (
             "reef-gateway",
             Some(
@@ -139,6 +141,8 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
                     "reef-security",
                     "reef-mcp",
                     "reef-dashboard",
+                    // The QUIC gateway's wire (frames, protocol, endpoints).
+                    "reef-quic",
                     // The HTTP client that pins the daemon's certificate, in its tests.
                     "reef-llm",
                 ][..],
