@@ -68,6 +68,20 @@ fn make_token(home: &TestHome, name: &str, scope: &str) -> String {
         .to_owned()
 }
 
+/// `reef connect` to `agent` at the gateway `addr`, pinned to `fingerprint`.
+fn connect(home: &TestHome, addr: &str, fingerprint: &str, agent: &str) -> assert_cmd::Command {
+    let mut cmd = reef(home);
+    cmd.args([
+        "connect",
+        addr,
+        "--fingerprint",
+        fingerprint,
+        "--agent",
+        agent,
+    ]);
+    cmd
+}
+
 fn stderr(out: &assert_cmd::assert::Assert) -> String {
     String::from_utf8_lossy(&out.get_output().stderr).into_owned()
 }
@@ -87,15 +101,7 @@ async fn reef_connect_talks_with_an_agent_through_the_pinned_certificate() {
     let token = make_token(&home, "phone", "agent:ada");
 
     // A conversation of two lines, as a user types them.
-    let out = reef(&home)
-        .args([
-            "connect",
-            &addr,
-            "--fingerprint",
-            &fingerprint,
-            "--agent",
-            "ada",
-        ])
+    let out = connect(&home, &addr, &fingerprint, "ada")
         .env("REEF_TOKEN", &token)
         .write_stdin("hello q-1\n\nand q-2\n/quit\nnever sent q-3\n")
         .assert()
@@ -122,15 +128,7 @@ async fn reef_connect_talks_with_an_agent_through_the_pinned_certificate() {
     assert!(!asked.iter().any(|a| a.contains("q-3")), "{asked:?}");
 
     // --json prints the protocol events, as `reef run --json` does.
-    let out = reef(&home)
-        .args([
-            "connect",
-            &addr,
-            "--fingerprint",
-            &fingerprint,
-            "--agent",
-            "ada",
-        ])
+    let out = connect(&home, &addr, &fingerprint, "ada")
         .args(["--json", "--message", "json please q-4"])
         .env("REEF_TOKEN", &token)
         .assert()
@@ -155,8 +153,7 @@ async fn reef_connect_talks_with_an_agent_through_the_pinned_certificate() {
             "00"
         },
     );
-    let out = reef(&home)
-        .args(["connect", &addr, "--fingerprint", &wrong, "--agent", "ada"])
+    let out = connect(&home, &addr, &wrong, "ada")
         .args(["--message", "q-5"])
         .env("REEF_TOKEN", &token)
         .assert()
@@ -166,38 +163,21 @@ async fn reef_connect_talks_with_an_agent_through_the_pinned_certificate() {
         err.contains("fingerprint") && err.contains(&fingerprint),
         "{err}"
     );
-    let out = reef(&home)
-        .args(["connect", &addr, "--fingerprint", "AB:CD", "--agent", "ada"])
+    let out = connect(&home, &addr, "AB:CD", "ada")
         .env("REEF_TOKEN", &token)
         .assert()
         .code(2);
     assert!(stderr(&out).contains("--fingerprint"), "{}", stderr(&out));
 
     // A wrong token, and a token for another agent, are refused with the reason.
-    let out = reef(&home)
-        .args([
-            "connect",
-            &addr,
-            "--fingerprint",
-            &fingerprint,
-            "--agent",
-            "ada",
-        ])
+    let out = connect(&home, &addr, &fingerprint, "ada")
         .args(["--message", "q-6"])
         .env("REEF_TOKEN", "reef_0000")
         .assert()
         .failure();
     assert!(stderr(&out).contains("token is wrong"), "{}", stderr(&out));
     spawn(&home, "bob");
-    let out = reef(&home)
-        .args([
-            "connect",
-            &addr,
-            "--fingerprint",
-            &fingerprint,
-            "--agent",
-            "bob",
-        ])
+    let out = connect(&home, &addr, &fingerprint, "bob")
         .args(["--message", "q-7"])
         .env("REEF_TOKEN", &token)
         .assert()
@@ -207,17 +187,7 @@ async fn reef_connect_talks_with_an_agent_through_the_pinned_certificate() {
         "{}",
         stderr(&out)
     );
-    let out = reef(&home)
-        .args([
-            "connect",
-            &addr,
-            "--fingerprint",
-            &fingerprint,
-            "--agent",
-            "ada",
-        ])
-        .assert()
-        .code(2);
+    let out = connect(&home, &addr, &fingerprint, "ada").assert().code(2);
     assert!(stderr(&out).contains("REEF_TOKEN"), "{}", stderr(&out));
     assert_eq!(
         mock.requests().len(),
