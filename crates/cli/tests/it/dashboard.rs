@@ -441,13 +441,18 @@ async fn approvals_costs_events_memory_and_the_workspace_in_the_dashboard() {
 
     // Costs: the same numbers as `reef cost --json`.
     browser.click("nav a[href='/costs']").await;
-    let shown = browser.find("#cost-total").await;
-    let micros = shown.attr("data-micros").await.unwrap().unwrap();
+    browser.find("#cost-total").await;
+    // Read in one script: the live stream may replace the element between two WebDriver
+    // calls (a stale reference).
+    let shown = browser
+        .eval("const e = document.querySelector('#cost-total'); return [e.dataset.micros, e.textContent.trim()]")
+        .await;
+    let micros = shown[0].as_str().unwrap().to_owned();
     let cli = reef(&home).args(["cost", "--json"]).output().unwrap();
     let report: serde_json::Value = serde_json::from_slice(&cli.stdout).unwrap();
     assert_eq!(micros, report["total_cost_micros"].to_string());
     assert_ne!(micros, "0", "priced requests cost something");
-    let total = shown.text().await.unwrap();
+    let total = shown[1].as_str().unwrap().to_owned();
     assert_eq!(
         total,
         format!("${:.4}", report["total_cost_usd"].as_f64().unwrap())
