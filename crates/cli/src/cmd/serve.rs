@@ -60,6 +60,8 @@ pub async fn serve(
             recovery.released
         );
     }
+    // Before the address file: clients (and tests) take that file as "the daemon is up".
+    let quic = start_quic(&runtime, &token, &home_dir, &names)?;
     let addr_file = home_dir.join("reef.addr");
     // Clients read the scheme from it: `https://ADDR` when the API speaks TLS.
     let url = match &tls {
@@ -89,7 +91,6 @@ pub async fn serve(
         ),
         None => {}
     }
-    let quic = start_quic(&runtime, &token, &home_dir, &names)?;
     let gateway = reef_gateway::Gateway::start(&runtime).await;
     for channel in runtime.channels() {
         eprintln!(
