@@ -28,14 +28,25 @@ pub(crate) struct ChannelToml {
     pub route: Option<String>,
     /// Seconds during which one agent's message to another is not delivered again.
     pub agent_cooldown_secs: Option<u64>,
-    /// Telegram: the environment variable holding the bot token.
+    /// Telegram, Discord: the environment variable holding the bot token.
     pub token_env: Option<String>,
-    /// Telegram: the `[secrets]` (or vault) name of the bot token.
+    /// Telegram, Discord: the `[secrets]` (or vault) name of the bot token.
     pub token_secret: Option<String>,
-    /// Telegram: the Bot API's base URL.
+    /// Telegram, Discord, Slack: the platform API's base URL.
     pub api_url: Option<String>,
-    /// Telegram: `poll` or `webhook`.
+    /// Telegram: `poll` or `webhook`; Slack: `socket` or `events`.
     pub mode: Option<String>,
+    /// Discord: the gateway's WebSocket URL.
+    pub gateway_url: Option<String>,
+    /// Slack: the app-level token (Socket Mode), by environment variable or secret.
+    pub app_token_env: Option<String>,
+    pub app_token_secret: Option<String>,
+    /// Slack: the bot token (Web API), by environment variable or secret.
+    pub bot_token_env: Option<String>,
+    pub bot_token_secret: Option<String>,
+    /// Slack: the signing secret (Events API), by environment variable or secret.
+    pub signing_secret_env: Option<String>,
+    pub signing_secret_secret: Option<String>,
     /// Telegram webhook mode: the public https URL the platform posts updates to.
     pub webhook_url: Option<String>,
     /// Telegram: who may talk to the bot (user ids); empty, everyone.
@@ -99,6 +110,8 @@ pub const DEFAULT_AGENT_COOLDOWN_SECS: u64 = 10;
 pub enum ChannelKind {
     Irc(IrcConfig),
     Telegram(crate::telegram::TelegramConfig),
+    Discord(crate::discord::DiscordConfig),
+    Slack(crate::slack::SlackConfig),
 }
 
 impl ChannelKind {
@@ -107,6 +120,8 @@ impl ChannelKind {
         match self {
             ChannelKind::Irc(_) => "irc",
             ChannelKind::Telegram(_) => "telegram",
+            ChannelKind::Discord(_) => "discord",
+            ChannelKind::Slack(_) => "slack",
         }
     }
 }
@@ -129,7 +144,7 @@ pub struct IrcConfig {
 }
 
 /// The channel types reef knows.
-const KINDS: &[&str] = &["irc", "telegram"];
+const KINDS: &[&str] = &["irc", "telegram", "discord", "slack"];
 
 pub(crate) fn resolve(
     raw: BTreeMap<String, ChannelToml>,
@@ -170,6 +185,14 @@ pub(crate) fn resolve(
                 refuse_foreign(&table, "telegram", &key, &invalid)?;
                 ChannelKind::Telegram(crate::telegram::resolve(&table, &key, secrets, &invalid)?)
             }
+            "discord" => {
+                refuse_foreign(&table, "discord", &key, &invalid)?;
+                ChannelKind::Discord(crate::discord::resolve(&table, &key, secrets, &invalid)?)
+            }
+            "slack" => {
+                refuse_foreign(&table, "slack", &key, &invalid)?;
+                ChannelKind::Slack(crate::slack::resolve(&table, &key, secrets, &invalid)?)
+            }
             other => {
                 return Err(invalid(
                     key("type"),
@@ -186,6 +209,14 @@ pub(crate) fn resolve(
             ChannelKind::Telegram(_) => (
                 crate::telegram::valid_user_id,
                 "a Telegram user id (a number, like 123456789)",
+            ),
+            ChannelKind::Discord(_) => (
+                crate::bot::valid_numeric_id,
+                "a Discord user id (a number, like 80351110224678912)",
+            ),
+            ChannelKind::Slack(_) => (
+                crate::slack::valid_user_id,
+                "a Slack user id (like \"U012AB3CD\")",
             ),
         };
         if let Some(bad) = operators.iter().find(|m| !fits(m)) {
@@ -230,34 +261,54 @@ fn refuse_foreign(
     key: &dyn Fn(&str) -> String,
     invalid: &dyn Fn(String, String) -> ConfigError,
 ) -> Result<(), ConfigError> {
-    // (key, the type it belongs to, whether the table sets it)
-    let keys = [
-        ("server", "irc", t.server.is_some()),
-        ("tls", "irc", t.tls.is_some()),
-        ("nick", "irc", t.nick.is_some()),
-        ("control", "irc", t.control.is_some()),
-        ("room", "irc", t.room.is_some()),
-        ("sasl_secret", "irc", t.sasl_secret.is_some()),
-        ("nickserv_secret", "irc", t.nickserv_secret.is_some()),
-        ("flood_burst", "irc", t.flood_burst.is_some()),
-        ("flood_interval_ms", "irc", t.flood_interval_ms.is_some()),
-        ("token_env", "telegram", t.token_env.is_some()),
-        ("token_secret", "telegram", t.token_secret.is_some()),
-        ("api_url", "telegram", t.api_url.is_some()),
-        ("mode", "telegram", t.mode.is_some()),
-        ("webhook_url", "telegram", t.webhook_url.is_some()),
-        ("allowed_users", "telegram", t.allowed_users.is_some()),
-        ("control_chat", "telegram", t.control_chat.is_some()),
+    // (key, the types it belongs to, whether the table sets it)
+    const TG: &[&str] = &["telegram"];
+    const BOTS: &[&str] = &["telegram", "discord"];
+    const SLACK: &[&str] = &["slack"];
+    let keys: &[(&str, &[&str], bool)] = &[
+        ("server", &["irc"], t.server.is_some()),
+        ("tls", &["irc"], t.tls.is_some()),
+        ("nick", &["irc"], t.nick.is_some()),
+        ("control", &["irc"], t.control.is_some()),
+        ("room", &["irc"], t.room.is_some()),
+        ("sasl_secret", &["irc"], t.sasl_secret.is_some()),
+        ("nickserv_secret", &["irc"], t.nickserv_secret.is_some()),
+        ("flood_burst", &["irc"], t.flood_burst.is_some()),
+        ("flood_interval_ms", &["irc"], t.flood_interval_ms.is_some()),
+        ("token_env", BOTS, t.token_env.is_some()),
+        ("token_secret", BOTS, t.token_secret.is_some()),
         (
-            "poll_timeout_secs",
-            "telegram",
-            t.poll_timeout_secs.is_some(),
+            "api_url",
+            &["telegram", "discord", "slack"],
+            t.api_url.is_some(),
+        ),
+        ("mode", &["telegram", "slack"], t.mode.is_some()),
+        ("webhook_url", TG, t.webhook_url.is_some()),
+        ("allowed_users", TG, t.allowed_users.is_some()),
+        ("control_chat", TG, t.control_chat.is_some()),
+        ("poll_timeout_secs", TG, t.poll_timeout_secs.is_some()),
+        ("gateway_url", &["discord"], t.gateway_url.is_some()),
+        ("app_token_env", SLACK, t.app_token_env.is_some()),
+        ("app_token_secret", SLACK, t.app_token_secret.is_some()),
+        ("bot_token_env", SLACK, t.bot_token_env.is_some()),
+        ("bot_token_secret", SLACK, t.bot_token_secret.is_some()),
+        ("signing_secret_env", SLACK, t.signing_secret_env.is_some()),
+        (
+            "signing_secret_secret",
+            SLACK,
+            t.signing_secret_secret.is_some(),
         ),
     ];
-    match keys.iter().find(|(_, owner, set)| *set && *owner != kind) {
-        Some((field, owner, _)) => Err(invalid(
+    match keys
+        .iter()
+        .find(|(_, owners, set)| *set && !owners.contains(&kind))
+    {
+        Some((field, owners, _)) => Err(invalid(
             key(field),
-            format!("is a key of {owner} channels, not of {kind} ones"),
+            format!(
+                "is a key of {} channels, not of {kind} ones",
+                owners.join(" and ")
+            ),
         )),
         None => Ok(()),
     }

@@ -7,8 +7,10 @@
 //! (`sandbox.*`, `providers.*`, …) unless the user trusted its exact bytes with `reef trust`.
 
 mod agent;
+mod bot;
 mod channels;
 mod daemon;
+mod discord;
 mod error;
 mod gateway;
 mod heartbeat;
@@ -26,6 +28,7 @@ mod sandbox;
 mod secret;
 mod secrets;
 mod skills;
+mod slack;
 mod telegram;
 mod trust;
 mod vault;
@@ -36,6 +39,7 @@ pub use channels::{
     ChannelConfig, ChannelKind, DEFAULT_AGENT_COOLDOWN_SECS, IrcConfig, Route, valid_nick,
 };
 pub use daemon::{ApprovalsConfig, DaemonConfig, DashboardConfig, MetricsConfig, TlsSource};
+pub use discord::DiscordConfig;
 pub use error::ConfigError;
 pub use gateway::{DEFAULT_QUIC_PORT, GatewayConfig, QuicConfig};
 pub use heartbeat::{DEFAULT_STUCK_AFTER, HeartbeatConfig, JobsConfig, active_window};
@@ -61,6 +65,7 @@ pub use sandbox::{
 pub use secret::Secret;
 pub use secrets::{check_secret_name, read_secret};
 pub use skills::SkillsConfig;
+pub use slack::{SlackConfig, SlackMode};
 pub use telegram::{TelegramConfig, TelegramMode};
 pub use trust::{TRUST_FILE, TrustStatus, Trusted, TrustedFile, trust, trusted_files, untrust};
 pub use vault::{PASSPHRASE_ENV, VAULT_FILE, Vault, VaultAccessError};

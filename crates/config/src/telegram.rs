@@ -4,7 +4,7 @@
 
 use crate::channels::ChannelToml;
 use crate::error::ConfigError;
-use reef_core::{SecretPolicy, SecretSource, SecretSpec};
+use reef_core::SecretSpec;
 
 /// A Telegram bot.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,55 +40,22 @@ pub(crate) fn resolve(
     secrets: &[SecretSpec],
     invalid: &dyn Fn(String, String) -> ConfigError,
 ) -> Result<TelegramConfig, ConfigError> {
-    let token = match (&table.token_env, &table.token_secret) {
-        (Some(var), None) => {
-            if var.is_empty() || var.contains(['=', '\0']) {
-                return Err(invalid(
-                    key("token_env"),
-                    format!("`{var}` is not an environment variable's name"),
-                ));
-            }
-            SecretSpec {
-                name: key("token"),
-                source: SecretSource::Env(var.clone()),
-                description: None,
-                policy: SecretPolicy::default(),
-            }
-        }
-        (None, Some(name)) => secrets
-            .iter()
-            .find(|s| &s.name == name)
-            .cloned()
-            .ok_or_else(|| {
-                invalid(
-                    key("token_secret"),
-                    format!("names secret `{name}`, but no [secrets.{name}] is defined"),
-                )
-            })?,
-        (Some(_), Some(_)) => {
-            return Err(invalid(
-                key("token_secret"),
-                "give token_env or token_secret, not both".into(),
-            ));
-        }
-        (None, None) => {
-            return Err(invalid(
-                key("token_env"),
-                "missing: the environment variable holding the bot token (or token_secret)".into(),
-            ));
-        }
-    };
-    let api_url = table
-        .api_url
-        .clone()
-        .unwrap_or_else(|| "https://api.telegram.org".into());
-    if !(api_url.starts_with("https://") || api_url.starts_with("http://")) {
-        return Err(invalid(
-            key("api_url"),
-            format!("`{api_url}` is not an http(s) URL"),
-        ));
-    }
-    let api_url = api_url.trim_end_matches('/').to_owned();
+    let token = crate::bot::credential(
+        table.token_env.as_ref(),
+        table.token_secret.as_ref(),
+        "token",
+        "the bot token",
+        key,
+        secrets,
+        invalid,
+    )?;
+    let api_url = crate::bot::base_url(
+        table.api_url.as_ref(),
+        "https://api.telegram.org",
+        "api_url",
+        key,
+        invalid,
+    )?;
     let mode = match (table.mode.as_deref().unwrap_or("poll"), &table.webhook_url) {
         ("poll", None) => TelegramMode::Poll,
         ("poll", Some(_)) => {

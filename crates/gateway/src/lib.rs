@@ -16,6 +16,7 @@ mod supervise;
 pub use address::{Origin, conversation_agent, mentions};
 pub use door::Layout;
 
+use reef_channels::discord::DiscordChannel;
 use reef_channels::irc::{Credentials, IrcChannel};
 use reef_channels::telegram::TelegramChannel;
 use reef_config::{ChannelConfig, ChannelKind, TelegramMode, read_secret};
@@ -50,6 +51,8 @@ impl Gateway {
             let target = match &config.kind {
                 ChannelKind::Irc(irc) => format!("{}:{}", irc.host, irc.port),
                 ChannelKind::Telegram(tg) => tg.api_url.clone(),
+                ChannelKind::Discord(dc) => dc.api_url.clone(),
+                ChannelKind::Slack(sl) => sl.api_url.clone(),
             };
             let status = |state, error: Option<String>| ChannelStatus {
                 name: config.name.clone(),
@@ -188,5 +191,24 @@ fn build(rt: &Runtime, config: &ChannelConfig) -> Result<(Box<dyn Channel>, Layo
             };
             Ok((Box::new(channel), layout))
         }
+        ChannelKind::Discord(dc) => {
+            let token = read_secret(&dc.token, Some(&rt.config().vault)).map_err(fail)?;
+            let http = reef_llm::http_client(None).map_err(|e| fail(e.to_string()))?;
+            let channel =
+                DiscordChannel::new(http, dc.clone(), token.expose(), config.operators.clone());
+            Ok((Box::new(channel), bot_layout(config)))
+        }
+        ChannelKind::Slack(_) => Err(fail("Slack channels are not built yet".into())),
+    }
+}
+
+/// Where a bot channel's conversations go; it has no rooms of reef's own.
+fn bot_layout(config: &ChannelConfig) -> Layout {
+    Layout {
+        name: config.name.clone(),
+        control: String::new(),
+        room: String::new(),
+        route: config.route.clone(),
+        cooldown: Duration::from_secs(config.agent_cooldown_secs),
     }
 }

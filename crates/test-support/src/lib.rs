@@ -8,6 +8,7 @@
 //! failure, not something a test could recover from.
 
 mod anthropic;
+pub mod discord;
 mod home;
 mod ircd;
 pub mod mcp;

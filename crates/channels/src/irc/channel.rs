@@ -66,7 +66,7 @@ impl IrcChannel {
         tls_roots: Option<rustls::RootCertStore>,
     ) -> Result<Self, ChannelError> {
         let tls = if config.tls {
-            Some(Arc::new(tls_config(tls_roots)?))
+            Some(Arc::new(crate::tls::client_config(tls_roots)?))
         } else {
             None
         };
@@ -373,30 +373,6 @@ fn outbound_text(text: &str) -> String {
             c => Some(c),
         })
         .collect()
-}
-
-fn tls_config(roots: Option<rustls::RootCertStore>) -> Result<rustls::ClientConfig, ChannelError> {
-    let roots = match roots {
-        Some(roots) => roots,
-        None => {
-            let mut roots = rustls::RootCertStore::empty();
-            let native = rustls_native_certs::load_native_certs();
-            let (added, _) = roots.add_parsable_certificates(native.certs);
-            if added == 0 {
-                return Err(ChannelError::Refused(
-                    "tls = true, but the system has no root certificates to check the server's"
-                        .into(),
-                ));
-            }
-            roots
-        }
-    };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| ChannelError::Invalid(format!("TLS setup: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
 }
 
 #[cfg(test)]

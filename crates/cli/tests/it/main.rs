@@ -12,6 +12,7 @@ mod crash;
 mod daemon;
 mod dashboard;
 mod debug;
+mod discord;
 mod e2e;
 mod escapes;
 mod failures;

@@ -1,7 +1,7 @@
 //! `[channels.NAME]` and `[operators]`: defaults, and errors that name the key.
 
 use crate::{Fixture, MAIN};
-use reef_config::{ChannelKind, IrcConfig, Route, TelegramMode};
+use reef_config::{ChannelKind, IrcConfig, Route, SlackMode, TelegramMode};
 use reef_core::SecretSource;
 use std::path::Path;
 
@@ -282,7 +282,126 @@ fn bad_telegram_settings_name_the_key() {
     let err =
         load("[channels.irc]\ntype = \"irc\"\nserver = \"h\"\ntoken_env = \"A\"\n").unwrap_err();
     assert!(
-        err.contains("channels.irc.token_env") && err.contains("telegram channels"),
+        err.contains("channels.irc.token_env") && err.contains("telegram and discord channels"),
         "{err}"
     );
+}
+
+#[test]
+fn a_discord_bot_takes_its_defaults_and_bad_settings_name_the_key() {
+    let config = load(
+        "[channels.dc]\ntype = \"discord\"\ntoken_env = \"DISCORD_TOKEN\"\n\n\
+         [operators]\ndc = [80351110224678912]\n",
+    )
+    .unwrap();
+    let ChannelKind::Discord(dc) = &config.channels["dc"].kind else {
+        panic!("a Discord channel")
+    };
+    assert_eq!(dc.api_url, "https://discord.com/api/v10");
+    assert_eq!(dc.gateway_url, None);
+    assert_eq!(dc.token.source, SecretSource::Env("DISCORD_TOKEN".into()));
+    assert_eq!(config.channels["dc"].operators, ["80351110224678912"]);
+    let dc = "[channels.dc]\ntype = \"discord\"\n";
+    for (extra, key, says) in [
+        ("", "channels.dc.token_env", "missing"),
+        (
+            "token_env = \"A\"\ngateway_url = \"https://gateway.discord.gg\"\n",
+            "channels.dc.gateway_url",
+            "WebSocket",
+        ),
+        (
+            "token_env = \"A\"\napi_url = \"discord.com\"\n",
+            "channels.dc.api_url",
+            "http",
+        ),
+        (
+            "token_env = \"A\"\nmode = \"poll\"\n",
+            "channels.dc.mode",
+            "telegram and slack channels",
+        ),
+        (
+            "token_env = \"A\"\n\n[operators]\ndc = [\"alice\"]\n",
+            "operators.dc",
+            "Discord user id",
+        ),
+    ] {
+        let err = load(&format!("{dc}{extra}")).unwrap_err();
+        assert!(err.contains(key) && err.contains(says), "{extra}\n{err}");
+    }
+}
+
+#[test]
+fn a_slack_app_takes_its_defaults_and_bad_settings_name_the_key() {
+    let config = load(
+        "[channels.sl]\ntype = \"slack\"\napp_token_env = \"SLACK_APP_TOKEN\"\n\
+         bot_token_env = \"SLACK_BOT_TOKEN\"\n\n[operators]\nsl = [\"U012AB3CD\"]\n",
+    )
+    .unwrap();
+    let ChannelKind::Slack(sl) = &config.channels["sl"].kind else {
+        panic!("a Slack channel")
+    };
+    assert_eq!(sl.api_url, "https://slack.com/api");
+    assert_eq!(
+        sl.bot_token.source,
+        SecretSource::Env("SLACK_BOT_TOKEN".into())
+    );
+    let SlackMode::Socket { app_token } = &sl.mode else {
+        panic!("Socket Mode by default")
+    };
+    assert_eq!(
+        app_token.source,
+        SecretSource::Env("SLACK_APP_TOKEN".into())
+    );
+    let events = load(
+        "[channels.sl]\ntype = \"slack\"\nmode = \"events\"\nbot_token_env = \"B\"\n\
+         signing_secret_env = \"SLACK_SIGNING_SECRET\"\n",
+    )
+    .unwrap();
+    let ChannelKind::Slack(sl) = &events.channels["sl"].kind else {
+        panic!("a Slack channel")
+    };
+    assert!(matches!(&sl.mode, SlackMode::Events { signing_secret }
+        if signing_secret.source == SecretSource::Env("SLACK_SIGNING_SECRET".into())));
+    let sl = "[channels.sl]\ntype = \"slack\"\n";
+    for (extra, key, says) in [
+        (
+            "app_token_env = \"A\"\n",
+            "channels.sl.bot_token_env",
+            "missing",
+        ),
+        (
+            "bot_token_env = \"B\"\n",
+            "channels.sl.app_token_env",
+            "missing",
+        ),
+        (
+            "bot_token_env = \"B\"\nmode = \"events\"\n",
+            "channels.sl.signing_secret_env",
+            "missing",
+        ),
+        (
+            "bot_token_env = \"B\"\napp_token_env = \"A\"\nmode = \"events\"\n\
+             signing_secret_env = \"S\"\n",
+            "channels.sl.app_token_env",
+            "socket",
+        ),
+        (
+            "bot_token_env = \"B\"\napp_token_env = \"A\"\nmode = \"rtm\"\n",
+            "channels.sl.mode",
+            "unknown mode",
+        ),
+        (
+            "bot_token_env = \"B\"\napp_token_env = \"A\"\ntoken_env = \"T\"\n",
+            "channels.sl.token_env",
+            "telegram and discord channels",
+        ),
+        (
+            "bot_token_env = \"B\"\napp_token_env = \"A\"\n\n[operators]\nsl = [\"alice\"]\n",
+            "operators.sl",
+            "Slack user id",
+        ),
+    ] {
+        let err = load(&format!("{sl}{extra}")).unwrap_err();
+        assert!(err.contains(key) && err.contains(says), "{extra}\n{err}");
+    }
 }

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod control;
+mod discord;
 mod rooms;
 mod support;
 mod telegram;

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod dependency_direction;
+mod discord_fake;
 mod one_protocol;
 mod raw;
 mod server;
