@@ -18,10 +18,11 @@ pub use door::Layout;
 
 use reef_channels::discord::DiscordChannel;
 use reef_channels::irc::{Credentials, IrcChannel};
+use reef_channels::slack::{SlackChannel, SlackSource};
 use reef_channels::telegram::TelegramChannel;
-use reef_config::{ChannelConfig, ChannelKind, TelegramMode, read_secret};
+use reef_config::{ChannelConfig, ChannelKind, SlackMode, TelegramMode, read_secret};
 use reef_core::Channel;
-use reef_runtime::{ChannelHook, ChannelState, ChannelStatus, Runtime};
+use reef_runtime::{ChannelHook, ChannelState, ChannelStatus, HookKind, Runtime};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -166,6 +167,7 @@ fn build(rt: &Runtime, config: &ChannelConfig) -> Result<(Box<dyn Channel>, Layo
                     rt.set_channel_hook(
                         &config.name,
                         ChannelHook {
+                            kind: HookKind::Telegram,
                             secret: secret.clone(),
                             feed,
                         },
@@ -198,7 +200,40 @@ fn build(rt: &Runtime, config: &ChannelConfig) -> Result<(Box<dyn Channel>, Layo
                 DiscordChannel::new(http, dc.clone(), token.expose(), config.operators.clone());
             Ok((Box::new(channel), bot_layout(config)))
         }
-        ChannelKind::Slack(_) => Err(fail("Slack channels are not built yet".into())),
+        ChannelKind::Slack(sl) => {
+            let vault = Some(rt.config().vault.as_ref());
+            let bot_token = read_secret(&sl.bot_token, vault).map_err(fail)?;
+            let http = reef_llm::http_client(None).map_err(|e| fail(e.to_string()))?;
+            let source = match &sl.mode {
+                SlackMode::Socket { app_token } => SlackSource::Socket {
+                    app_token: read_secret(app_token, vault)
+                        .map_err(fail)?
+                        .expose()
+                        .to_owned(),
+                },
+                SlackMode::Events { signing_secret } => {
+                    let secret = read_secret(signing_secret, vault).map_err(fail)?;
+                    let (feed, deliveries) = tokio::sync::mpsc::channel(16);
+                    rt.set_channel_hook(
+                        &config.name,
+                        ChannelHook {
+                            kind: HookKind::Slack,
+                            secret: secret.expose().to_owned(),
+                            feed,
+                        },
+                    );
+                    SlackSource::Events { feed: deliveries }
+                }
+            };
+            let channel = SlackChannel::new(
+                http,
+                &sl.api_url,
+                bot_token.expose(),
+                config.operators.clone(),
+                source,
+            );
+            Ok((Box::new(channel), bot_layout(config)))
+        }
     }
 }
 

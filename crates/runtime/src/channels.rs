@@ -69,8 +69,20 @@ pub struct ChannelStatus {
 /// route hands it (with the acknowledgement it waits for before answering the platform).
 #[derive(Clone, Debug)]
 pub struct ChannelHook {
+    /// Which platform's route takes the deliveries (and how the secret authenticates them).
+    pub kind: HookKind,
+    /// Telegram: the token each delivery carries; Slack: the key of each request's HMAC.
     pub secret: String,
     pub feed: mpsc::Sender<(serde_json::Value, oneshot::Sender<()>)>,
+}
+
+/// The platform a [`ChannelHook`] takes deliveries from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookKind {
+    /// `POST /hooks/telegram/NAME`, with `X-Telegram-Bot-Api-Secret-Token`.
+    Telegram,
+    /// `POST /hooks/slack/NAME`, signed with the app's signing secret.
+    Slack,
 }
 
 /// The board itself, one entry per configured channel.

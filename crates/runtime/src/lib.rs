@@ -39,7 +39,7 @@ mod worker;
 pub use activity::{Activity, Change as ActivityChange, Doing};
 pub use agents::{ROOM_AGENTS, ROOM_CONTROL, SpawnRequest, Spawned, check_name};
 pub use bus::{Bus, EventFilter};
-pub use channels::{ChannelHook, ChannelState, ChannelStatus};
+pub use channels::{ChannelHook, ChannelState, ChannelStatus, HookKind};
 pub use debug::{Breakpoint, DebugCommand, DebugStatus, MAX_DEBUG_WAIT, PausedView};
 pub use error::RuntimeError;
 pub use kernel::{Recovery, Runtime, RuntimeOptions};

@@ -103,7 +103,8 @@ pub fn router(runtime: Runtime, token: &str, addr: std::net::SocketAddr) -> Rout
         .layer(axum::middleware::from_fn_with_state(audited, audit::record))
 }
 
-/// `POST /hooks/NAME` and a Telegram channel's `POST /hooks/telegram/NAME`, outside the
+/// `POST /hooks/NAME`, a Telegram channel's `POST /hooks/telegram/NAME` and a Slack one's
+/// `POST /hooks/slack/NAME`, outside the
 /// bearer token (a delivery's signature or secret authenticates it), with bodies up to
 /// `hooks.max_body`.
 fn hooks_router(runtime: &Runtime) -> Router<AppState> {
@@ -113,6 +114,10 @@ fn hooks_router(runtime: &Runtime) -> Router<AppState> {
         .route(
             "/hooks/telegram/{name}",
             axum::routing::post(channel_hooks::telegram),
+        )
+        .route(
+            "/hooks/slack/{name}",
+            axum::routing::post(channel_hooks::slack),
         )
         .layer(axum::extract::DefaultBodyLimit::max(limit))
 }

@@ -18,6 +18,7 @@ mod programs;
 mod recorded;
 mod reply;
 mod server;
+pub mod slack;
 pub mod telegram;
 pub mod wat;
 

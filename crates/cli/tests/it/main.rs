@@ -28,6 +28,7 @@ mod safety;
 mod sandbox;
 mod secrets;
 mod skills;
+mod slack;
 mod telegram;
 mod tokens;
 mod trust;

@@ -5,5 +5,6 @@
 mod control;
 mod discord;
 mod rooms;
+mod slack;
 mod support;
 mod telegram;

@@ -7,4 +7,5 @@ mod discord_fake;
 mod one_protocol;
 mod raw;
 mod server;
+mod slack_fake;
 mod telegram_fake;
