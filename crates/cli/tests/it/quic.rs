@@ -143,6 +143,19 @@ async fn reef_connect_talks_with_an_agent_through_the_pinned_certificate() {
         EventMsg::TurnEnded { .. }
     ));
 
+    // The gateway is on the channel board, with the three messages it took.
+    let out = reef(&home).args(["channels", "status"]).assert().success();
+    let status = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let line = status
+        .lines()
+        .find(|l| l.contains("gateway.quic"))
+        .unwrap_or_else(|| panic!("{status}"));
+    assert!(
+        line.contains("quic") && line.contains("up") && line.contains(&addr),
+        "{line}"
+    );
+    assert!(line.contains("3 in, "), "{line}");
+
     // Another certificate is refused before anything is said.
     let before = mock.requests().len();
     let wrong = fingerprint.replace(

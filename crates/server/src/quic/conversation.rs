@@ -249,6 +249,7 @@ impl Open {
             && let Some(id) = sent.inbox_id
         {
             self.waiting.insert(id);
+            self.shared.runtime.channel_traffic(super::BOARD_NAME, 1, 0);
         }
         self.audit(&key, sent.inbox_id).await;
         Ok(ServerFrame::Accepted {
@@ -273,6 +274,7 @@ impl Open {
             for id in &event.inbox_ids {
                 self.waiting.remove(id);
             }
+            self.shared.runtime.channel_traffic(super::BOARD_NAME, 0, 1);
         }
         write(send, &ServerFrame::Event { event: event.event }).await
     }

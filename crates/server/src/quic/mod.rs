@@ -7,10 +7,11 @@
 use crate::auth::Keys;
 use crate::tls::{self, Material, TlsError};
 use reef_quic::protocol::close;
-use reef_runtime::Runtime;
+use reef_runtime::{ChannelState, ChannelStatus, Runtime};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -38,11 +39,17 @@ pub struct QuicGateway {
     pub created: bool,
 }
 
+/// The gateway's name on the runtime's channel board (`reef channels status`): the name
+/// of its configuration table, which no `[channels.NAME]` can take unquoted.
+pub const BOARD_NAME: &str = "gateway.quic";
+
 /// What every connection of the gateway works with.
 struct Shared {
     runtime: Runtime,
     keys: Keys,
     recheck: Duration,
+    /// Client connections open now.
+    connections: AtomicUsize,
 }
 
 /// The tokens one connection has used, by hash (the root token under `root`), with their
@@ -82,6 +89,7 @@ impl QuicGateway {
                 runtime: runtime.clone(),
                 keys: Keys::new(root, &runtime.config().daemon),
                 recheck: Duration::from_secs(config.recheck_secs),
+                connections: AtomicUsize::new(0),
             }),
             addr,
             fingerprint,
@@ -90,8 +98,27 @@ impl QuicGateway {
         }))
     }
 
-    /// Serves connections until `shutdown` completes, then closes them.
+    /// Serves connections until `shutdown` completes, then closes them. The gateway is on
+    /// the channel board while it serves: up, its connections, messages in and answers out.
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()> + Send) {
+        self.shared
+            .runtime
+            .report_channel(ChannelStatus {
+                name: BOARD_NAME.to_owned(),
+                kind: "quic".to_owned(),
+                target: self.addr.to_string(),
+                state: ChannelState::Up,
+                since_unix: reef_store::unix_now(),
+                error: None,
+                failures: 0,
+                next_attempt_unix: None,
+                connected: 0,
+                queued: 0,
+                reconnects: 0,
+                messages_in: 0,
+                messages_out: 0,
+            })
+            .await;
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -121,6 +148,8 @@ async fn connection(shared: Arc<Shared>, incoming: quinn::Incoming) {
         }
     };
     tracing::debug!(%remote, "a QUIC client connected");
+    let open = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
+    shared.runtime.channel_counts(BOARD_NAME, open, 0);
     let used = Used::default();
     let watch = tokio::spawn(watch_tokens(
         shared.clone(),
@@ -137,6 +166,8 @@ async fn connection(shared: Arc<Shared>, incoming: quinn::Incoming) {
         ));
     }
     watch.abort();
+    let open = shared.connections.fetch_sub(1, Ordering::Relaxed) - 1;
+    shared.runtime.channel_counts(BOARD_NAME, open, 0);
 }
 
 /// Looks up the tokens `used` on `connection` every `recheck`; closes the connection when
