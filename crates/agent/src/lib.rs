@@ -38,7 +38,7 @@ pub use rights::{Refusal, Rights, TokenSource};
 pub use session::{ModelResolver, Session, SessionOptions};
 pub use setup::{
     DISABLED_WARNING, add_memory_tools, builtin_registry, builtin_registry_in, builtin_tools,
-    default_model, fallback_warning, memory, model_client, policy_from_config, prices,
-    provider_settings, sandbox_policy, session_options, skill_set,
+    default_model, fallback_warning, memory, memory_fusion, model_client, policy_from_config,
+    prices, provider_settings, sandbox_policy, session_options, skill_set,
 };
 pub use textcalls::parse_text_tool_calls;

@@ -319,12 +319,24 @@ pub fn memory(config: &Config, store: Store) -> reef_store::Memory {
             size: m.chunk_size,
             overlap: m.chunk_overlap,
         },
-        reef_store::Fusion {
-            keyword_weight: m.keyword_weight,
-            vector_weight: m.vector_weight,
-            k: m.rrf_k,
-        },
+        memory_fusion(m),
     )
+}
+
+/// The fusion `[memory]` configures: its method, with the method's own keyword weight unless
+/// one is set.
+pub fn memory_fusion(m: &reef_config::MemoryConfig) -> reef_store::Fusion {
+    let base = reef_store::Fusion::of(match m.fusion {
+        reef_config::FusionChoice::Evidence => reef_store::FusionMethod::Evidence,
+        reef_config::FusionChoice::Rrf => reef_store::FusionMethod::Rrf,
+    });
+    reef_store::Fusion {
+        keyword_weight: m.keyword_weight.unwrap_or(base.keyword_weight),
+        identifier_weight: m.identifier_weight.unwrap_or(base.identifier_weight),
+        vector_weight: m.vector_weight,
+        k: m.rrf_k,
+        ..base
+    }
 }
 
 /// Adds the memory tools, acting for agent `agent` (`write_shared`: may write shared memory).

@@ -48,7 +48,7 @@ pub use layers::{LoadOptions, Origin};
 pub use mcp::{
     ConfigValue, MAX_SERVER_NAME, McpConfig, McpServerConfig, McpTransport, valid_server_name,
 };
-pub use memory::{DEFAULT_EMBEDDER, EmbedderChoice, MemoryConfig};
+pub use memory::{DEFAULT_EMBEDDER, EmbedderChoice, FusionChoice, MemoryConfig};
 pub use resolve::{
     Config, ConfigEntry, DEFAULT_LOCAL_MODEL, LOCAL_PROVIDER, ModelsConfig, PriceConfig,
     ProviderConfig, ToolsConfig,

@@ -16,10 +16,22 @@ pub(crate) struct MemoryToml {
     pub embed_threads: Option<usize>,
     pub chunk_size: Option<usize>,
     pub chunk_overlap: Option<usize>,
+    pub fusion: Option<String>,
     pub keyword_weight: Option<f64>,
+    pub identifier_weight: Option<f64>,
     pub vector_weight: Option<f64>,
     pub rrf_k: Option<f64>,
     pub notes_max_chars: Option<usize>,
+}
+
+/// How hybrid search combines its keyword and vector rankings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FusionChoice {
+    /// Cosine similarity plus weighted keyword evidence (`fusion = "evidence"`).
+    #[default]
+    Evidence,
+    /// Reciprocal-rank fusion (`fusion = "rrf"`).
+    Rrf,
 }
 
 /// Where memory's vectors come from.
@@ -43,8 +55,13 @@ pub struct MemoryConfig {
     /// Characters per chunk, and shared between neighbouring chunks.
     pub chunk_size: usize,
     pub chunk_overlap: usize,
-    /// Weights of the keyword (BM25) and vector rankings in reciprocal-rank fusion.
-    pub keyword_weight: f64,
+    pub fusion: FusionChoice,
+    /// The keyword side's weight; None: the fusion's own default (chosen on reef's labelled
+    /// set, see `reef bench memory`).
+    pub keyword_weight: Option<f64>,
+    /// Evidence fusion: the weight of a query's identifiers found exactly; None: its default.
+    pub identifier_weight: Option<f64>,
+    /// The vector side's weight.
     pub vector_weight: f64,
     /// The rank constant of reciprocal-rank fusion: a hit at rank r adds `weight / (rrf_k + r)`;
     /// smaller values let the top of each ranking count for more.
@@ -62,9 +79,9 @@ impl Default for MemoryConfig {
             embed_threads: None,
             chunk_size: 800,
             chunk_overlap: 100,
-            // The vector ranking is the stronger single signal on reef's labelled set; the
-            // keyword ranking at half weight still lifts exact identifiers to the top.
-            keyword_weight: 0.5,
+            fusion: FusionChoice::Evidence,
+            keyword_weight: None,
+            identifier_weight: None,
             vector_weight: 1.0,
             rrf_k: 60.0,
             notes_max_chars: 4000,
@@ -150,13 +167,16 @@ pub(crate) fn resolve_memory(
         )),
         other => Ok(other.unwrap_or(default)),
     };
-    let keyword_weight = weight(
-        "keyword_weight",
-        raw.keyword_weight,
-        defaults.keyword_weight,
-    )?;
+    let keyword_weight = raw
+        .keyword_weight
+        .map(|w| weight("keyword_weight", Some(w), 0.0))
+        .transpose()?;
+    let identifier_weight = raw
+        .identifier_weight
+        .map(|w| weight("identifier_weight", Some(w), 0.0))
+        .transpose()?;
     let vector_weight = weight("vector_weight", raw.vector_weight, defaults.vector_weight)?;
-    if keyword_weight == 0.0 && vector_weight == 0.0 {
+    if keyword_weight == Some(0.0) && vector_weight == 0.0 {
         return Err(invalid(
             "vector_weight",
             "and keyword_weight are both 0: nothing would rank".into(),
@@ -171,6 +191,16 @@ pub(crate) fn resolve_memory(
         }
         other => other.unwrap_or(defaults.rrf_k),
     };
+    let fusion = match raw.fusion.as_deref() {
+        None | Some("evidence") => FusionChoice::Evidence,
+        Some("rrf") => FusionChoice::Rrf,
+        Some(other) => {
+            return Err(invalid(
+                "fusion",
+                format!("`{other}` is not a fusion (expected evidence or rrf)"),
+            ));
+        }
+    };
     if raw.embed_threads == Some(0) {
         return Err(invalid("embed_threads", "must be at least 1".into()));
     }
@@ -179,7 +209,9 @@ pub(crate) fn resolve_memory(
         embed_threads: raw.embed_threads,
         chunk_size,
         chunk_overlap,
+        fusion,
         keyword_weight,
+        identifier_weight,
         vector_weight,
         rrf_k,
         notes_max_chars: raw.notes_max_chars.unwrap_or(defaults.notes_max_chars),

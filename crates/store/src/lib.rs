@@ -17,6 +17,7 @@ mod error;
 mod events;
 mod fingerprints;
 mod fires;
+mod fusion;
 mod hooks;
 mod inbox;
 mod jobs;
@@ -47,6 +48,10 @@ pub use error::StoreError;
 pub use events::{EventFilter, StoredEvent};
 pub use fingerprints::{LastSecretUse, SecretUse};
 pub use fires::{ClaimGuard, Claimed, FireClaim, FireEffect, FireRecord};
+pub use fusion::{
+    EVIDENCE_IDENTIFIER_WEIGHT, EVIDENCE_KEYWORD_WEIGHT, Fusion, FusionMethod, QueryTerms,
+    RRF_KEYWORD_WEIGHT, fuse,
+};
 pub use inbox::{Delivery, InboxMessage, InboxStatus, Letter};
 pub use jobs::{JOB_STATES, JobEnd, JobKind, JobRecord, JobState, REPORT_ROOM};
 pub use key_file::{AUDIT_KEY_FILE, CAP_KEY_FILE, KeyError, KeyKind, audit_key_path, cap_key_path};
@@ -54,9 +59,7 @@ pub use memory::{
     Chunking, MemoryHit, MemoryItem, MemoryQuery, NewMemory, SHARED_NAMESPACE, check_namespace,
 };
 pub use pending::{NewPending, PendingItem, PendingKind, PendingStatus};
-pub use recall::{
-    EmbedFailure, Fusion, Memory, Saved, SearchMode, SearchOutcome, SearchRequest, fuse,
-};
+pub use recall::{EmbedFailure, Memory, Saved, SearchMode, SearchOutcome, SearchRequest};
 pub use records::{
     CostRow, DailyCost, NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage,
     UsageRecord,

@@ -109,6 +109,14 @@ const STOPWORDS: &[&str] = &[
     "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
 ];
 
+/// How far [`Store::document_counts`] counts one word.
+const DOCUMENT_COUNT_CAP: i64 = 5000;
+
+/// Whether `lower` (lower-cased) is a stopword, left out of keyword queries.
+pub(crate) fn is_stopword(lower: &str) -> bool {
+    STOPWORDS.contains(&lower)
+}
+
 /// The FTS5 query for free text: each word quoted (so operators in the text are literal), any
 /// of them matching; stopwords are left out when other words remain.
 pub(crate) fn fts_query(text: &str) -> Result<String, StoreError> {
@@ -280,6 +288,31 @@ impl Store {
                 }
                 window = window.saturating_mul(8);
             }
+        })
+        .await
+    }
+
+    /// How many chunks memory holds, and how many hold each of `words` (each counted up to
+    /// [`DOCUMENT_COUNT_CAP`]: past it a word is common, and exactly how common hardly moves
+    /// its weight).
+    pub async fn document_counts(&self, words: Vec<String>) -> Result<(u64, Vec<u64>), StoreError> {
+        self.run(move |db| {
+            let total: i64 = db
+                .conn
+                .prepare_cached("SELECT count(*) FROM memory_chunks")?
+                .query_row([], |r| r.get(0))?;
+            let mut counts = Vec::with_capacity(words.len());
+            let mut stmt = db.conn.prepare_cached(
+                "SELECT count(*) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1
+                                       LIMIT ?2)",
+            )?;
+            for word in &words {
+                // Quoted, so the word is a term and never an FTS5 operator.
+                let term = format!("\"{}\"", word.replace('"', ""));
+                let count: i64 = stmt.query_row(params![term, DOCUMENT_COUNT_CAP], |r| r.get(0))?;
+                counts.push(u64::try_from(count).unwrap_or(0));
+            }
+            Ok((u64::try_from(total).unwrap_or(0), counts))
         })
         .await
     }

@@ -1,14 +1,15 @@
 //! `Memory`: long-term memory as agents and the CLI use it. Saving chunks and embeds an item;
-//! searching ranks by keyword (BM25), by vector similarity, or both fused by reciprocal rank.
+//! searching ranks by keyword (BM25), by vector similarity, or both fused ([`crate::fusion`]).
 //! Without an embedder everything still works by keyword, and every answer says so.
 
 use crate::error::StoreError;
+use crate::fusion::{Fusion, FusionMethod, QueryTerms, fuse};
 use crate::memory::{Chunking, MemoryHit, MemoryItem, MemoryQuery, NewMemory};
 use crate::store::Store;
 use crate::vectors::VectorQuery;
 use reef_core::{Embedder, ModelError};
 use serde::Serialize;
-use std::collections::HashMap;
+
 use std::sync::Arc;
 
 /// Chunks embedded per call to the embedder.
@@ -21,7 +22,7 @@ const SEARCH_BACKFILL: usize = 256;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
-    /// Keyword and vector rankings fused by reciprocal rank.
+    /// Keyword and vector rankings fused.
     #[default]
     Hybrid,
     /// BM25 over the full-text index only.
@@ -53,26 +54,6 @@ impl std::fmt::Display for SearchMode {
             SearchMode::Keyword => "keyword",
             SearchMode::Vector => "vector",
         })
-    }
-}
-
-/// Reciprocal-rank fusion: a hit at rank r (from 1) in a list adds `weight / (k + r)`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Fusion {
-    pub keyword_weight: f64,
-    pub vector_weight: f64,
-    pub k: f64,
-}
-
-impl Default for Fusion {
-    /// The defaults of `[memory]`: the keyword ranking at half the vector ranking's weight,
-    /// and the customary rank constant of 60.
-    fn default() -> Self {
-        Self {
-            keyword_weight: 0.5,
-            vector_weight: 1.0,
-            k: 60.0,
-        }
     }
 }
 
@@ -270,11 +251,23 @@ impl Memory {
             Err(StoreError::Invalid { field: "query", .. }) => Vec::new(),
             Err(e) => return Err(e),
         };
+        let terms = self.query_terms(&request.text).await?;
         Ok(SearchOutcome {
             mode: SearchMode::Hybrid,
-            hits: fuse(&by_keyword, &by_vector, self.fusion, limit),
+            hits: fuse(&terms, &by_keyword, &by_vector, self.fusion, limit),
             note,
         })
+    }
+
+    /// The query's terms as evidence fusion weighs them: each word by how many chunks of
+    /// memory hold it.
+    pub async fn query_terms(&self, text: &str) -> Result<QueryTerms, StoreError> {
+        let terms = QueryTerms::of(text);
+        if self.fusion.method != FusionMethod::Evidence || terms.words().is_empty() {
+            return Ok(terms);
+        }
+        let (total, counts) = self.store.document_counts(terms.words()).await?;
+        Ok(terms.weighted(total, &counts))
     }
 
     /// Embeds the query (after embedding a bounded number of pending chunks) into a vector
@@ -334,36 +327,3 @@ fn describe(e: &ModelError) -> String {
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct EmbedFailure(pub String);
-
-/// Reciprocal-rank fusion of two rankings of chunks; the score is the fused score.
-pub fn fuse(
-    keyword: &[MemoryHit],
-    vector: &[MemoryHit],
-    fusion: Fusion,
-    limit: usize,
-) -> Vec<MemoryHit> {
-    let mut fused: HashMap<i64, MemoryHit> = HashMap::new();
-    for (hits, weight) in [
-        (keyword, fusion.keyword_weight),
-        (vector, fusion.vector_weight),
-    ] {
-        for (rank, hit) in hits.iter().enumerate() {
-            let add = weight / (fusion.k + rank as f64 + 1.0);
-            fused
-                .entry(hit.chunk_id)
-                .and_modify(|h| h.score += add)
-                .or_insert_with(|| MemoryHit {
-                    score: add,
-                    ..hit.clone()
-                });
-        }
-    }
-    let mut hits: Vec<MemoryHit> = fused.into_values().collect();
-    hits.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(a.chunk_id.cmp(&b.chunk_id))
-    });
-    hits.truncate(limit);
-    hits
-}

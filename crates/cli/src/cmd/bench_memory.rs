@@ -1,6 +1,8 @@
-//! `reef bench memory`: retrieval quality on the labelled set shipped with reef (recall@5 of
-//! keyword, vector and hybrid search), embedding throughput per thread, and memory at scale —
-//! ingest rate and p50/p99 query latency of each mode over N chunks (100,000 by default).
+//! `reef bench memory`: retrieval quality on the labelled set shipped with reef (recall@1 and
+//! recall@5 of keyword, vector and hybrid search per kind of query, on a held-out half of the
+//! queries, with the fusion's keyword weight chosen on the other half), embedding throughput
+//! per thread, and memory at scale — ingest rate and p50/p99 query latency of each mode over N
+//! chunks (100,000 by default).
 
 use crate::args::BenchMemoryArgs;
 use crate::exit::Exit;
@@ -10,17 +12,17 @@ use reef_config::EmbedderChoice;
 use reef_core::Embedder;
 use reef_llm::EmbedderSettings;
 use reef_store::{
-    Chunking, Fusion, Memory, NewMemory, SearchMode, SearchRequest, Store, VectorQuery,
+    Chunking, Fusion, FusionMethod, Memory, MemoryHit, NewMemory, QueryTerms, SearchMode,
+    SearchRequest, Store, VectorQuery, fuse,
 };
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The labelled set: documents, and queries with the ids of the documents that answer them.
 const RETRIEVAL_SET: &str = include_str!("../../data/retrieval-set.json");
 
-const MODES: [SearchMode; 3] = [SearchMode::Keyword, SearchMode::Vector, SearchMode::Hybrid];
 const NAMESPACE: &str = "agent:bench";
 
 #[derive(Deserialize)]
@@ -42,12 +44,30 @@ struct LabelledQuery {
     kind: String,
 }
 
-/// Recall@5 of one mode: overall and per query kind.
+/// Recall@1 and recall@5 of one way of ranking: overall and per kind of query.
 #[derive(Serialize)]
 struct Recall {
-    mode: SearchMode,
+    ranking: String,
+    recall_at_1: f64,
     recall_at_5: f64,
-    by_kind: std::collections::BTreeMap<String, f64>,
+    /// Per kind: recall@1, recall@5.
+    by_kind: BTreeMap<String, (f64, f64)>,
+}
+
+/// The quality report: each ranking on the queries held out from tuning and on the ones
+/// tuned on, and the keyword weights tried on the training half.
+#[derive(Serialize)]
+struct Quality {
+    train_queries: usize,
+    held_out_queries: usize,
+    held_out: Vec<Recall>,
+    train: Vec<Recall>,
+    /// Evidence fusion's weights tried on the training half: (words, identifiers), the
+    /// (kind, recall@k) cells where hybrid is at least as good as both sides, and the mean
+    /// recall.
+    tuning: Vec<((f64, f64), usize, f64)>,
+    /// The weights the training half chooses.
+    chosen_weights: (f64, f64),
 }
 
 #[derive(Serialize)]
@@ -77,12 +97,13 @@ struct Scale {
 #[derive(Serialize)]
 struct Report {
     embedder: String,
+    fusion: String,
     keyword_weight: f64,
+    identifier_weight: f64,
     vector_weight: f64,
-    rrf_k: f64,
     documents: usize,
     queries: usize,
-    quality: Vec<Recall>,
+    quality: Quality,
     throughput: Vec<Throughput>,
     scale: Option<Scale>,
 }
@@ -107,11 +128,7 @@ pub async fn memory(overrides: &[String], args: BenchMemoryArgs) -> anyhow::Resu
     let embedder = load(threads)?;
     let set: LabelledSet =
         serde_json::from_str(RETRIEVAL_SET).context("the built-in retrieval set is malformed")?;
-    let fusion = Fusion {
-        keyword_weight: config.memory.keyword_weight,
-        vector_weight: config.memory.vector_weight,
-        k: config.memory.rrf_k,
-    };
+    let fusion = reef_agent::memory_fusion(&config.memory);
     let quality = quality(&set, embedder.clone(), fusion).await?;
     let mut throughput = Vec::new();
     let mut scale_report = None;
@@ -127,9 +144,13 @@ pub async fn memory(overrides: &[String], args: BenchMemoryArgs) -> anyhow::Resu
     }
     let report = Report {
         embedder: model.clone(),
+        fusion: match fusion.method {
+            FusionMethod::Evidence => "evidence".into(),
+            FusionMethod::Rrf => format!("rrf (k {})", fusion.k),
+        },
         keyword_weight: fusion.keyword_weight,
+        identifier_weight: fusion.identifier_weight,
         vector_weight: fusion.vector_weight,
-        rrf_k: fusion.k,
         documents: set.documents.len(),
         queries: set.queries.len(),
         quality,
@@ -145,23 +166,54 @@ pub async fn memory(overrides: &[String], args: BenchMemoryArgs) -> anyhow::Resu
 }
 
 fn print_report(r: &Report) {
+    let q = &r.quality;
     println!(
-        "retrieval quality ({} documents, {} labelled queries, embedder {}): recall@5",
-        r.documents, r.queries, r.embedder
+        "retrieval quality: {} documents, {} labelled queries ({} to tune on, {} held out), \
+         embedder {}, fusion {} with weights {} (words) and {} (identifiers)",
+        r.documents,
+        r.queries,
+        q.train_queries,
+        q.held_out_queries,
+        r.embedder,
+        r.fusion,
+        r.keyword_weight,
+        r.identifier_weight
     );
-    for q in &r.quality {
-        let kinds: Vec<String> = q
-            .by_kind
-            .iter()
-            .map(|(k, v)| format!("{k} {v:.3}"))
-            .collect();
-        println!(
-            "  {:<8} {:.3}   ({})",
-            q.mode.to_string(),
-            q.recall_at_5,
-            kinds.join(", ")
-        );
+    for (title, rows) in [
+        ("held out (recall@1 / recall@5)", &q.held_out),
+        ("tuned on (recall@1 / recall@5)", &q.train),
+    ] {
+        println!("  {title}");
+        for row in rows {
+            let kinds: Vec<String> = row
+                .by_kind
+                .iter()
+                .map(|(k, (r1, r5))| format!("{k} {r1:.2}/{r5:.2}"))
+                .collect();
+            println!(
+                "    {:<13} {:.3} / {:.3}   ({})",
+                row.ranking,
+                row.recall_at_1,
+                row.recall_at_5,
+                kinds.join(", ")
+            );
+        }
     }
+    let best = q.tuning.iter().map(|t| t.1).max().unwrap_or(0);
+    let tried: Vec<String> = q
+        .tuning
+        .iter()
+        .filter(|t| t.1 == best)
+        .map(|((w, i), _, mean)| format!("{w}/{i} {mean:.3}"))
+        .collect();
+    println!(
+        "  on the training half, {} of {} weight pairs (words/identifiers) put hybrid at or above both sides in {best} cells: {}; chosen {}/{}",
+        tried.len(),
+        q.tuning.len(),
+        tried.join(", "),
+        q.chosen_weights.0,
+        q.chosen_weights.1
+    );
     for t in &r.throughput {
         println!(
             "embedding: {} thread(s): {:.1} chunks/s ({:.1} per thread)",
@@ -182,12 +234,28 @@ fn print_report(r: &Report) {
     }
 }
 
-/// Recall@5 of each mode on the labelled set, documents stored one item each.
+/// The candidates hybrid search fuses for a final limit of 5: each side's first ten.
+const CANDIDATES: usize = 10;
+/// Evidence fusion's word and identifier weights tried on the training half.
+const WORD_WEIGHTS: [f64; 7] = [0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0];
+const IDENTIFIER_WEIGHTS: [f64; 7] = [0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5];
+
+/// One query's two rankings, as hybrid search gets them, and what answers it.
+struct Ranked<'a> {
+    query: &'a LabelledQuery,
+    terms: QueryTerms,
+    keyword: Vec<MemoryHit>,
+    vector: Vec<MemoryHit>,
+}
+
+/// Recall@1 and @5 of each ranking on the labelled set (documents stored one item each):
+/// queries split in two halves alternately within each kind; evidence fusion's keyword
+/// weight chosen on one half, every ranking reported on both.
 async fn quality(
     set: &LabelledSet,
     embedder: Arc<dyn Embedder>,
     fusion: Fusion,
-) -> anyhow::Result<Vec<Recall>> {
+) -> anyhow::Result<Quality> {
     let memory = Memory::new(
         Store::open_in_memory()?,
         Ok(embedder),
@@ -209,42 +277,144 @@ async fn quality(
         }
         doc_of_item.insert(saved.item.id, doc.id.clone());
     }
-    let mut out = Vec::new();
-    for mode in MODES {
-        let mut total = 0.0;
-        let mut by_kind: HashMap<String, (f64, usize)> = HashMap::new();
-        for q in &set.queries {
-            let outcome = memory
-                .search(SearchRequest {
-                    namespaces: vec![NAMESPACE.into()],
-                    text: q.query.clone(),
-                    limit: 5,
-                    mode,
-                    ..SearchRequest::default()
-                })
-                .await?;
-            let found: Vec<&String> = outcome
-                .hits
-                .iter()
-                .filter_map(|h| doc_of_item.get(&h.item_id))
-                .collect();
-            let hit = q.relevant.iter().filter(|r| found.contains(r)).count();
-            let recall = hit as f64 / q.relevant.len().max(1) as f64;
-            total += recall;
-            let entry = by_kind.entry(q.kind.clone()).or_default();
-            entry.0 += recall;
-            entry.1 += 1;
-        }
-        out.push(Recall {
+    let mut train = Vec::new();
+    let mut held_out = Vec::new();
+    let mut seen_of_kind: HashMap<&str, usize> = HashMap::new();
+    for q in &set.queries {
+        let side = |mode| SearchRequest {
+            namespaces: vec![NAMESPACE.into()],
+            text: q.query.clone(),
+            limit: CANDIDATES,
             mode,
-            recall_at_5: total / set.queries.len().max(1) as f64,
-            by_kind: by_kind
-                .into_iter()
-                .map(|(k, (sum, n))| (k, sum / n as f64))
-                .collect(),
-        });
+            ..SearchRequest::default()
+        };
+        let keyword = match memory.search(side(SearchMode::Keyword)).await {
+            Ok(outcome) => outcome.hits,
+            // A query whose words are all stopwords finds nothing by keyword.
+            Err(reef_store::StoreError::Invalid { field: "query", .. }) => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        let vector = memory.search(side(SearchMode::Vector)).await?.hits;
+        let ranked = Ranked {
+            query: q,
+            terms: memory.query_terms(&q.query).await?,
+            keyword,
+            vector,
+        };
+        let n = seen_of_kind.entry(q.kind.as_str()).or_default();
+        if n.is_multiple_of(2) {
+            train.push(ranked);
+        } else {
+            held_out.push(ranked);
+        }
+        *n += 1;
     }
-    Ok(out)
+    let report = |ranked: &[Ranked], (words, identifiers): (f64, f64)| -> Vec<Recall> {
+        let evidence = Fusion {
+            method: FusionMethod::Evidence,
+            keyword_weight: words,
+            identifier_weight: identifiers,
+            ..fusion
+        };
+        let rrf = Fusion::of(FusionMethod::Rrf);
+        [
+            ("keyword", None),
+            ("vector", None),
+            ("hybrid", Some(evidence)),
+            ("hybrid (rrf)", Some(rrf)),
+        ]
+        .into_iter()
+        .map(|(name, fused)| {
+            recall(name, ranked, &doc_of_item, |r| match (name, fused) {
+                ("keyword", _) => r.keyword.clone(),
+                (_, Some(f)) => fuse(&r.terms, &r.keyword, &r.vector, f, 5),
+                _ => r.vector.clone(),
+            })
+        })
+        .collect()
+    };
+    // Cells where hybrid is at least as good as each side, per kind and k; then mean recall.
+    let standing = |rows: &[Recall]| -> (usize, f64) {
+        let (keyword, vector, hybrid) = (&rows[0], &rows[1], &rows[2]);
+        let mut cells = 0;
+        for (kind, (h1, h5)) in &hybrid.by_kind {
+            let (k1, k5) = keyword.by_kind[kind];
+            let (v1, v5) = vector.by_kind[kind];
+            cells += usize::from(*h1 >= k1.max(v1)) + usize::from(*h5 >= k5.max(v5));
+        }
+        (cells, (hybrid.recall_at_1 + hybrid.recall_at_5) / 2.0)
+    };
+    let mut tuning = Vec::new();
+    for words in WORD_WEIGHTS {
+        for identifiers in IDENTIFIER_WEIGHTS {
+            let (cells, mean) = standing(&report(&train, (words, identifiers)));
+            tuning.push(((words, identifiers), cells, mean));
+        }
+    }
+    let configured = (fusion.keyword_weight, fusion.identifier_weight);
+    // The best pairs (most cells, then the highest mean recall); of a plateau of equals,
+    // the middle one in grid order, away from the plateau's edges.
+    let best = tuning
+        .iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(a.2.total_cmp(&b.2)))
+        .map(|t| (t.1, t.2));
+    let plateau: Vec<(f64, f64)> = tuning
+        .iter()
+        .filter(|t| Some((t.1, t.2)) == best)
+        .map(|t| t.0)
+        .collect();
+    let chosen = plateau
+        .get(plateau.len() / 2)
+        .copied()
+        .unwrap_or(configured);
+    Ok(Quality {
+        train_queries: train.len(),
+        held_out_queries: held_out.len(),
+        held_out: report(&held_out, configured),
+        train: report(&train, configured),
+        tuning,
+        chosen_weights: chosen,
+    })
+}
+
+/// Recall@1 and @5 of the ranking `rank` gives each query.
+fn recall(
+    name: &str,
+    ranked: &[Ranked],
+    doc_of_item: &HashMap<i64, String>,
+    rank: impl Fn(&Ranked) -> Vec<MemoryHit>,
+) -> Recall {
+    let mut total = (0.0, 0.0);
+    let mut by_kind: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
+    for r in ranked {
+        let found: Vec<&String> = rank(r)
+            .iter()
+            .filter_map(|h| doc_of_item.get(&h.item_id))
+            .collect();
+        let at = |k: usize| {
+            let top = &found[..found.len().min(k)];
+            let hit = r.query.relevant.iter().filter(|d| top.contains(d)).count();
+            // At 1 a single relevant document in first place is full recall.
+            hit as f64 / r.query.relevant.len().min(k).max(1) as f64
+        };
+        let (r1, r5) = (at(1), at(5));
+        total.0 += r1;
+        total.1 += r5;
+        let entry = by_kind.entry(r.query.kind.clone()).or_default();
+        entry.0 += r1;
+        entry.1 += r5;
+        entry.2 += 1;
+    }
+    let n = ranked.len().max(1) as f64;
+    Recall {
+        ranking: name.to_owned(),
+        recall_at_1: total.0 / n,
+        recall_at_5: total.1 / n,
+        by_kind: by_kind
+            .into_iter()
+            .map(|(k, (r1, r5, n))| (k, (r1 / n as f64, r5 / n as f64)))
+            .collect(),
+    }
 }
 
 /// English chunks of about 700 characters (the labelled set's notes run together) embedded per
@@ -337,7 +507,7 @@ async fn scale(
 
     let queries: Vec<String> = (0..args.queries).map(|_| words.query()).collect();
     let mut latency = Vec::new();
-    for mode in MODES {
+    for mode in [SearchMode::Keyword, SearchMode::Vector, SearchMode::Hybrid] {
         let mut times = Vec::with_capacity(queries.len());
         for q in &queries {
             let started = Instant::now();

@@ -1,7 +1,7 @@
 //! `[memory]`: defaults, the embedder choice, and errors naming the key.
 
 use crate::{Fixture, MAIN};
-use reef_config::EmbedderChoice;
+use reef_config::{EmbedderChoice, FusionChoice};
 use std::path::Path;
 
 #[test]
@@ -17,9 +17,10 @@ fn defaults_use_the_local_minilm_model_and_half_weight_keywords() {
         }
     );
     assert_eq!((m.chunk_size, m.chunk_overlap), (800, 100));
+    assert_eq!(m.fusion, FusionChoice::Evidence);
     assert_eq!(
         (m.keyword_weight, m.vector_weight, m.rrf_k),
-        (0.5, 1.0, 60.0)
+        (None, 1.0, 60.0)
     );
     assert_eq!(m.notes_max_chars, 4000);
 }
@@ -71,6 +72,7 @@ fn a_provider_embedder_needs_an_openai_compatible_provider_and_a_model() {
             "both 0",
         ),
         ("rrf_k = -2.0", "memory.rrf_k", "rank constant"),
+        ("fusion = \"max\"", "memory.fusion", "evidence or rrf"),
         ("embed_threads = 0", "memory.embed_threads", "at least 1"),
         ("embedder = \"\"", "memory.embedder", "is empty"),
     ] {

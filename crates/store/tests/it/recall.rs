@@ -5,8 +5,8 @@
 use async_trait::async_trait;
 use reef_core::{Embedder, ModelError};
 use reef_store::{
-    Chunking, Fusion, Memory, MemoryHit, NewMemory, SearchMode, SearchRequest, Store, StoreError,
-    VectorQuery, fuse,
+    Chunking, Fusion, FusionMethod, Memory, MemoryHit, NewMemory, QueryTerms, SearchMode,
+    SearchRequest, Store, StoreError, VectorQuery, fuse,
 };
 use std::sync::Arc;
 
@@ -291,7 +291,7 @@ async fn vector_search_checks_its_input() {
 }
 
 #[test]
-fn fusion_adds_weighted_reciprocal_ranks() {
+fn rank_fusion_adds_weighted_reciprocal_ranks() {
     let hit = |id: i64| MemoryHit {
         item_id: id,
         chunk_id: id,
@@ -305,11 +305,13 @@ fn fusion_adds_weighted_reciprocal_ranks() {
     let keyword = [hit(1), hit(2)];
     let vector = [hit(2), hit(3)];
     let equal = Fusion {
+        method: FusionMethod::Rrf,
         keyword_weight: 1.0,
+        identifier_weight: 0.0,
         vector_weight: 1.0,
         k: 60.0,
     };
-    let fused = fuse(&keyword, &vector, equal, 10);
+    let fused = fuse(&QueryTerms::of("chunk"), &keyword, &vector, equal, 10);
     let ids: Vec<i64> = fused.iter().map(|h| h.chunk_id).collect();
     assert_eq!(ids, [2, 1, 3], "in both lists beats first in one");
     assert!((fused[0].score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-12);
@@ -317,9 +319,15 @@ fn fusion_adds_weighted_reciprocal_ranks() {
         keyword_weight: 3.0,
         ..equal
     };
-    let ids: Vec<i64> = fuse(&keyword, &vector, keyword_heavy, 2)
-        .iter()
-        .map(|h| h.chunk_id)
-        .collect();
+    let ids: Vec<i64> = fuse(
+        &QueryTerms::of("chunk"),
+        &keyword,
+        &vector,
+        keyword_heavy,
+        2,
+    )
+    .iter()
+    .map(|h| h.chunk_id)
+    .collect();
     assert_eq!(ids, [2, 1], "weights shift the order; limit applies");
 }
