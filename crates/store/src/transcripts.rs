@@ -1,5 +1,5 @@
-//! Session search: full-text search (FTS5, BM25) over the user and assistant messages of every
-//! session an agent had.
+//! Session search: full-text search (FTS5, BM25) over the user and assistant messages and the
+//! tool results (secrets already redacted) of every session an agent had.
 
 use crate::error::StoreError;
 use crate::memory::fts_query;
@@ -13,6 +13,8 @@ pub struct SessionHit {
     pub session_id: String,
     pub seq: i64,
     pub role: String,
+    /// For a tool result, the tool that gave it.
+    pub tool: Option<String>,
     /// The message around the match, matched words in `[` `]`.
     pub snippet: String,
     pub created_at: String,
@@ -43,7 +45,7 @@ impl Store {
             let mut stmt = db.conn.prepare_cached(
                 "SELECT f.session_id, f.seq, m.role,
                         snippet(messages_fts, 0, '[', ']', '…', 24), m.created_at,
-                        bm25(messages_fts) AS rank
+                        bm25(messages_fts) AS rank, m.tool_name
                  FROM messages_fts f
                  JOIN sessions s ON s.id = f.session_id
                  JOIN messages m ON m.session_id = f.session_id AND m.seq = f.seq
@@ -58,6 +60,7 @@ impl Store {
                         session_id: r.get(0)?,
                         seq: r.get(1)?,
                         role: r.get(2)?,
+                        tool: r.get(6)?,
                         snippet: r.get(3)?,
                         created_at: r.get(4)?,
                         score: -r.get::<_, f64>(5)?,

@@ -19,6 +19,7 @@ const ALL: &[M<'static>] = &[
     M::up(include_str!("0013_capabilities.sql")),
     M::up(include_str!("0014_api_tokens.sql")),
     M::up(include_str!("0015_channel_cursors.sql")),
+    M::up(include_str!("0016_session_tool_results.sql")),
 ];
 
 /// The migration set, ready for `to_latest`.
@@ -31,6 +32,6 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         assert!(MIGRATIONS.validate().is_ok());
-        assert_eq!(ALL.len(), 15);
+        assert_eq!(ALL.len(), 16);
     }
 }

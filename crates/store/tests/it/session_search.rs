@@ -79,3 +79,41 @@ async fn finds_what_an_agent_said_in_past_sessions_and_only_its_own() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn tool_results_are_found_with_the_tool_that_gave_them() {
+    let store = Store::open_in_memory().unwrap();
+    session(
+        &store,
+        "s1",
+        "alice",
+        &[
+            Message::user("Run the build."),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![reef_core::ToolCall {
+                    id: reef_core::ToolCallId::from("c1"),
+                    name: "shell".into(),
+                    arguments: "{\"command\":\"cargo build\"}".into(),
+                }],
+            },
+            Message::Tool {
+                call_id: reef_core::ToolCallId::from("c1"),
+                name: "shell".into(),
+                content: "error[E0308]: mismatched types in src/ledger.rs".into(),
+                is_error: true,
+            },
+        ],
+    )
+    .await;
+    let hits = store
+        .search_sessions("alice", "what did the build say about mismatched types", None, 10)
+        .await
+        .unwrap();
+    let tool = hits
+        .iter()
+        .find(|h| h.role == "tool")
+        .unwrap_or_else(|| panic!("{hits:?}"));
+    assert_eq!(tool.tool.as_deref(), Some("shell"));
+    assert!(tool.snippet.contains("[mismatched]"), "{}", tool.snippet);
+}

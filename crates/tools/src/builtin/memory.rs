@@ -355,10 +355,15 @@ impl Tool for SessionSearch {
         }
         let mut out = String::new();
         for hit in hits {
+            // A tool result says which tool gave it: `tool shell`.
+            let who = match &hit.tool {
+                Some(tool) => format!("{} {tool}", hit.role),
+                None => hit.role.clone(),
+            };
             let _ = writeln!(
                 out,
-                "session {} #{} {} {}: {}",
-                hit.session_id, hit.seq, hit.created_at, hit.role, hit.snippet
+                "session {} #{} {} {who}: {}",
+                hit.session_id, hit.seq, hit.created_at, hit.snippet
             );
         }
         Ok(out.trim_end().to_owned())
