@@ -107,7 +107,12 @@ async fn tool_results_are_found_with_the_tool_that_gave_them() {
     )
     .await;
     let hits = store
-        .search_sessions("alice", "what did the build say about mismatched types", None, 10)
+        .search_sessions(
+            "alice",
+            "what did the build say about mismatched types",
+            None,
+            10,
+        )
         .await
         .unwrap();
     let tool = hits
