@@ -10,12 +10,12 @@ async fn migrations_apply_on_open_and_are_idempotent_on_reopen() {
     let path = dir.path().join("nested/dir/reef.db");
     let store = Store::open(&path).unwrap();
     assert_eq!(store.path(), Some(path.as_path()));
-    assert_eq!(store.schema_version().unwrap(), 15);
+    assert_eq!(store.schema_version().unwrap(), 16);
     store.create_session(new_session("ses_a")).await.unwrap();
     drop(store);
 
     let again = Store::open(&path).unwrap();
-    assert_eq!(again.schema_version().unwrap(), 15);
+    assert_eq!(again.schema_version().unwrap(), 16);
     assert!(
         again
             .get_session(&SessionId::from("ses_a"))
@@ -29,7 +29,7 @@ async fn migrations_apply_on_open_and_are_idempotent_on_reopen() {
 async fn in_memory_store_is_migrated() {
     let store = Store::open_in_memory().unwrap();
     assert_eq!(store.path(), None);
-    assert_eq!(store.schema_version().unwrap(), 15);
+    assert_eq!(store.schema_version().unwrap(), 16);
     assert!(store.list_sessions(10).await.unwrap().is_empty());
 }
 
