@@ -43,6 +43,21 @@ pub fn split(text: &str, max_bytes: usize) -> Vec<String> {
     pieces
 }
 
+/// A person's name as agents are told it: the characters of `raw` an inbox label keeps
+/// (letters, digits, `_`, `-`), at most 32; `user{id}` when none are left.
+pub fn label_name(raw: &str, id: &str) -> String {
+    let name: String = raw
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '_' | '-'))
+        .take(32)
+        .collect();
+    if name.is_empty() {
+        format!("user{id}")
+    } else {
+        name
+    }
+}
+
 /// The largest index at most `at` that is a character boundary of `s` (0 < result for
 /// `at` ≥ 4 and a non-empty `s`).
 pub fn floor_char_boundary(s: &str, at: usize) -> usize {

@@ -302,17 +302,10 @@ impl DiscordChannel {
 /// How a person is named to agents: their display name or username, made of characters an
 /// inbox label keeps.
 fn display_name(user: &User) -> String {
-    let raw = user.global_name.as_deref().unwrap_or(&user.username);
-    let name: String = raw
-        .chars()
-        .filter(|c| c.is_alphanumeric() || matches!(c, '_' | '-'))
-        .take(32)
-        .collect();
-    if name.is_empty() {
-        format!("user{}", user.id)
-    } else {
-        name
-    }
+    text::label_name(
+        user.global_name.as_deref().unwrap_or(&user.username),
+        &user.id,
+    )
 }
 
 /// A REST failure as the gateway's supervisor sees it.

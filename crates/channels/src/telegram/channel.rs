@@ -430,17 +430,10 @@ fn safe_name(name: &str) -> String {
 /// How a person is named to agents: their username, else their first name, made of
 /// characters an inbox label keeps (letters, digits, `_`, `-`).
 fn display_name(user: &User) -> String {
-    let raw = user.username.as_deref().unwrap_or(&user.first_name);
-    let name: String = raw
-        .chars()
-        .filter(|c| c.is_alphanumeric() || matches!(c, '_' | '-'))
-        .take(32)
-        .collect();
-    if name.is_empty() {
-        format!("user{}", user.id)
-    } else {
-        name
-    }
+    text::label_name(
+        user.username.as_deref().unwrap_or(&user.first_name),
+        &user.id.to_string(),
+    )
 }
 
 #[async_trait]
