@@ -276,8 +276,21 @@ async fn a_signed_delivery_fires_the_routine_that_names_its_hook_once() {
     );
     assert!(sent.contains("\"version\": \"1.2.3\""), "{sent}");
     assert!(sent.ends_with("] check the deploy"), "{sent}");
-    // A replay is refused before it reaches the routine; a new delivery within the cooldown
-    // is recorded as skipped.
+    // Once the run's job is over, a replay is refused before it reaches the routine and a
+    // new delivery within the cooldown is recorded as skipped.
+    for _ in 0..3000 {
+        let history = h.runtime.routine_history("deploy-check", 10).await.unwrap();
+        if history[0].state.as_deref() == Some("completed") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let history = h.runtime.routine_history("deploy-check", 10).await.unwrap();
+    assert_eq!(
+        history[0].state.as_deref(),
+        Some("completed"),
+        "{history:?}"
+    );
     let (status, _) = h.post("deploys", &headers, body).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let other = br#"{"service":"web"}"#;
