@@ -14,10 +14,22 @@ pub fn mcp_python() -> PathBuf {
 }
 
 /// A script of `test-support/mcp/` (`py_server.py`, `bad_server.py`).
+///
+/// Found from the running test's crate (`CARGO_MANIFEST_DIR`, which cargo sets when it runs
+/// a test) rather than from where this library was compiled: a build reused from another
+/// checkout of the workspace would otherwise point into that checkout.
 pub fn mcp_script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("mcp")
-        .join(name)
+    let compiled = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let here = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .and_then(|crate_dir| {
+            crate_dir
+                .ancestors()
+                .map(|dir| dir.join("crates/test-support"))
+                .find(|dir| dir.is_dir())
+        })
+        .unwrap_or(compiled);
+    here.join("mcp").join(name)
 }
 
 /// The entry point of an npm reference server (`server-everything`, `server-filesystem`),
