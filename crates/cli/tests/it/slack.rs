@@ -118,7 +118,7 @@ async fn events_api_requests_signed_by_slack_sdk_reach_the_agent() {
     let event_file = home.path().join("event.json");
     std::fs::write(&event_file, event.to_string()).unwrap();
     let out = std::process::Command::new(&python)
-        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/slack_events.py"))
+        .arg(crate_dir().join("tests/python/slack_events.py"))
         .arg(daemon.base())
         .arg("sl")
         .arg(SIGNING_SECRET)
@@ -153,4 +153,14 @@ async fn events_api_requests_signed_by_slack_sdk_reach_the_agent() {
     assert_eq!(posted[0].text, "U0ALICE: got: message from the events api");
     assert_eq!(heard(&mock, "message from the events api"), 1);
     drop(daemon);
+}
+
+/// The directory of the crate under test: from cargo at run time (a test binary reused from
+/// another checkout of the workspace would otherwise look in that checkout), else from the
+/// build.
+fn crate_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+        || env!("CARGO_MANIFEST_DIR").into(),
+        std::path::PathBuf::from,
+    )
 }
