@@ -2,7 +2,6 @@
 //! and every embedded file is served under a name carrying its hash.
 
 use sha2::{Digest, Sha256};
-use std::path::Path;
 
 #[test]
 fn vendored_files_match_their_recorded_hashes() {

@@ -1,7 +1,5 @@
 //! The committed OpenAPI document must match what the code generates.
 
-use std::path::Path;
-
 #[test]
 fn the_committed_openapi_document_is_current() {
     let path = crate_dir().join("openapi.json");

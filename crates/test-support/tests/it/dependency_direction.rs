@@ -2,7 +2,7 @@
 //! crate must be in the allowed table, so leaves never depend on each other or upward.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Internal crates each crate may depend on (normal dependencies). `None` means any.
 fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
