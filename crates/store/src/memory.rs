@@ -63,6 +63,8 @@ pub struct MemoryQuery {
     /// Only items created at or after this timestamp (the store's format).
     pub since: Option<String>,
     pub limit: usize,
+    /// Only chunks holding every word (the default: any of them, ranked by BM25).
+    pub every_word: bool,
 }
 
 /// One matching chunk, best first.
@@ -110,7 +112,7 @@ const STOPWORDS: &[&str] = &[
 ];
 
 /// How far [`Store::document_counts`] counts one word.
-const DOCUMENT_COUNT_CAP: i64 = 5000;
+pub(crate) const DOCUMENT_COUNT_CAP: i64 = 5000;
 
 /// Whether `lower` (lower-cased) is a stopword, left out of keyword queries.
 pub(crate) fn is_stopword(lower: &str) -> bool {
@@ -119,7 +121,7 @@ pub(crate) fn is_stopword(lower: &str) -> bool {
 
 /// The FTS5 query for free text: each word quoted (so operators in the text are literal), any
 /// of them matching; stopwords are left out when other words remain.
-pub(crate) fn fts_query(text: &str) -> Result<String, StoreError> {
+pub(crate) fn fts_query(text: &str, every_word: bool) -> Result<String, StoreError> {
     let words: Vec<&str> = text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -140,7 +142,7 @@ pub(crate) fn fts_query(text: &str) -> Result<String, StoreError> {
         .iter()
         .map(|w| format!("\"{w}\""))
         .collect::<Vec<_>>()
-        .join(" OR "))
+        .join(if every_word { " AND " } else { " OR " }))
 }
 
 /// A list as JSON text, for `json_each` in SQL.
@@ -231,7 +233,7 @@ impl Store {
     /// Chunks matching the query's words in the given namespaces, best (BM25) first.
     pub async fn search_memory(&self, query: MemoryQuery) -> Result<Vec<MemoryHit>, StoreError> {
         check_search_namespaces(&query.namespaces)?;
-        let matcher = fts_query(&query.text)?;
+        let matcher = fts_query(&query.text, query.every_word)?;
         let namespaces = json_list(&query.namespaces)?;
         let tags = json_list(&query.tags)?;
         let limit = query.limit.clamp(1, 1000) as i64;
@@ -393,7 +395,7 @@ impl Store {
             tx.prepare_cached("DELETE FROM memory_items WHERE id = ?1")?
                 .execute(params![id])?;
             tx.commit()?;
-            if let Some(index) = db.vectors.as_mut() {
+            if let Some(index) = crate::vectors::write_index(&db.vectors).as_mut() {
                 index.remove(&chunk_ids);
             }
             Ok(true)

@@ -4,7 +4,8 @@
 
 use crate::error::StoreError;
 use crate::fusion::{Fusion, FusionMethod, QueryTerms, fuse};
-use crate::memory::{Chunking, MemoryHit, MemoryItem, MemoryQuery, NewMemory};
+use crate::memory::{Chunking, DOCUMENT_COUNT_CAP, MemoryHit, MemoryItem, MemoryQuery, NewMemory};
+use crate::query_cache::QueryCache;
 use crate::store::Store;
 use crate::vectors::VectorQuery;
 use reef_core::{Embedder, ModelError};
@@ -91,6 +92,7 @@ pub struct Memory {
     embedder: Result<Arc<dyn Embedder>, String>,
     chunking: Chunking,
     fusion: Fusion,
+    queries: QueryCache,
 }
 
 impl std::fmt::Debug for Memory {
@@ -119,6 +121,7 @@ impl Memory {
             embedder,
             chunking,
             fusion,
+            queries: QueryCache::default(),
         }
     }
 
@@ -206,6 +209,7 @@ impl Memory {
             tags: request.tags.clone(),
             since: request.since.clone(),
             limit,
+            every_word: false,
         };
         if request.mode == SearchMode::Keyword {
             return Ok(SearchOutcome {
@@ -214,8 +218,52 @@ impl Memory {
                 note: None,
             });
         }
-        let vector = self.query_vector(&request).await;
-        let (vector, note) = match (vector, request.mode) {
+        // The keyword side (BM25 and the words' weights, on the connection) runs while the
+        // query is embedded and the vector index scanned (under its own lock).
+        let vector_side = async {
+            match self.query_vector(&request).await {
+                Ok((query, note)) => self
+                    .store
+                    .vector_search(query)
+                    .await
+                    .map(|hits| Ok((hits, note))),
+                Err(why) => Ok(Err(why)),
+            }
+        };
+        let keyword_side = async {
+            if request.mode == SearchMode::Vector {
+                return Ok((Vec::new(), QueryTerms::of("")));
+            }
+            let words = QueryTerms::of(&request.text).words();
+            let (total, counts) = if words.is_empty() {
+                (0, Vec::new())
+            } else {
+                self.store.document_counts(words.clone()).await?
+            };
+            let (text, every_word) = distinctive(&words, total, &counts)
+                .unwrap_or_else(|| (request.text.clone(), false));
+            let query = MemoryQuery {
+                text,
+                every_word,
+                ..keyword_query(candidates(request.mode, limit))
+            };
+            let hits = match self.store.search_memory(query).await {
+                Ok(hits) => hits,
+                // A query of only punctuation has no words for BM25; the vector side still
+                // ranks.
+                Err(StoreError::Invalid { field: "query", .. }) => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            let terms = QueryTerms::of(&request.text);
+            let terms = if self.fusion.method == FusionMethod::Evidence && !words.is_empty() {
+                terms.weighted(total, &counts)
+            } else {
+                terms
+            };
+            Ok((hits, terms))
+        };
+        let (by_vector, keyword) = tokio::join!(vector_side, keyword_side);
+        let (by_vector, note) = match (by_vector?, request.mode) {
             (Ok(found), _) => found,
             (Err(why), SearchMode::Vector) => {
                 return Err(StoreError::Invalid {
@@ -226,12 +274,18 @@ impl Memory {
             (Err(why), _) => {
                 return Ok(SearchOutcome {
                     mode: SearchMode::Keyword,
-                    hits: self.store.search_memory(keyword_query(limit)).await?,
+                    hits: match keyword {
+                        Ok((mut hits, _)) => {
+                            hits.truncate(limit);
+                            hits
+                        }
+                        // Without vectors an unsearchable query is the caller's error.
+                        Err(_) => self.store.search_memory(keyword_query(limit)).await?,
+                    },
                     note: Some(format!("keyword search only: {why}")),
                 });
             }
         };
-        let by_vector = self.store.vector_search(vector).await?;
         if request.mode == SearchMode::Vector {
             let mut hits = by_vector;
             hits.truncate(limit);
@@ -241,17 +295,7 @@ impl Memory {
                 note,
             });
         }
-        let by_keyword = match self
-            .store
-            .search_memory(keyword_query(candidates(request.mode, limit)))
-            .await
-        {
-            Ok(hits) => hits,
-            // A query of only punctuation has no words for BM25; the vector side still ranks.
-            Err(StoreError::Invalid { field: "query", .. }) => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        let terms = self.query_terms(&request.text).await?;
+        let (by_keyword, terms) = keyword?;
         Ok(SearchOutcome {
             mode: SearchMode::Hybrid,
             hits: fuse(&terms, &by_keyword, &by_vector, self.fusion, limit),
@@ -281,11 +325,19 @@ impl Memory {
             .embed_pending(request.namespaces.clone(), SEARCH_BACKFILL)
             .await
             .map_err(|e| e.0)?;
-        let mut vectors = embedder
-            .embed(std::slice::from_ref(&request.text))
-            .await
-            .map_err(|e| describe(&e))?;
-        let vector = vectors.pop().ok_or("the embedder returned no vector")?;
+        let vector = match self.queries.get(embedder.id(), &request.text) {
+            Some(cached) => cached.as_ref().clone(),
+            None => {
+                let mut vectors = embedder
+                    .embed(std::slice::from_ref(&request.text))
+                    .await
+                    .map_err(|e| describe(&e))?;
+                let vector = vectors.pop().ok_or("the embedder returned no vector")?;
+                self.queries
+                    .put(embedder.id(), &request.text, Arc::new(vector.clone()));
+                vector
+            }
+        };
         let note = more.then(|| {
             "some chunks have no vector yet (they are embedded a batch per search); \
              vector ranking covers the rest"
@@ -299,9 +351,33 @@ impl Memory {
                 tags: request.tags.clone(),
                 since: request.since.clone(),
                 limit: candidates(request.mode, request.limit.clamp(1, 1000)),
+                scan: crate::vector_index::Scan::Auto,
             },
             note,
         ))
+    }
+}
+
+/// The words the keyword side of a hybrid search looks for, and whether a chunk must hold
+/// all of them; `None` for the query as written. BM25 ranks every chunk holding any word, so a
+/// word that a large share of memory holds (more than one chunk in 50, and more than 1,000)
+/// makes the search slow while narrowing nothing: it is left to the fusion's evidence, which
+/// still counts it, and the rarer words choose the candidates. When every word is that
+/// common, a candidate must hold all of them.
+fn distinctive(words: &[String], total: u64, counts: &[u64]) -> Option<(String, bool)> {
+    let common = (total / 50).clamp(1000, DOCUMENT_COUNT_CAP as u64);
+    let rare: Vec<&str> = words
+        .iter()
+        .zip(counts)
+        .filter(|&(_, &count)| count < common)
+        .map(|(w, _)| w.as_str())
+        .collect();
+    if rare.len() == words.len() {
+        None
+    } else if rare.is_empty() {
+        Some((words.join(" "), true))
+    } else {
+        Some((rare.join(" "), false))
     }
 }
 
@@ -327,3 +403,25 @@ fn describe(e: &ModelError) -> String {
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct EmbedFailure(pub String);
+
+#[cfg(test)]
+mod tests {
+    use super::distinctive;
+
+    #[test]
+    fn common_words_leave_the_choice_of_candidates_to_rare_ones() {
+        let words: Vec<String> = ["deploy", "kafka", "broker"].map(String::from).to_vec();
+        // A small memory: every word counts.
+        assert_eq!(distinctive(&words, 900, &[800, 3, 40]), None);
+        // 100,000 chunks: "deploy" is in 4,000 of them (more than one in 50).
+        assert_eq!(
+            distinctive(&words, 100_000, &[4000, 3, 40]),
+            Some(("kafka broker".into(), false))
+        );
+        // Every word common: only chunks with all of them.
+        assert_eq!(
+            distinctive(&words, 100_000, &[4000, 5000, 2500]),
+            Some(("deploy kafka broker".into(), true))
+        );
+    }
+}

@@ -19,7 +19,9 @@ pub(crate) struct Db {
     pub(crate) conn: Connection,
     pub(crate) clock: Clock,
     /// Memory vectors held in RAM for scanning; loaded on the first vector search.
-    pub(crate) vectors: Option<crate::vectors::VectorIndex>,
+    pub(crate) vectors: crate::vectors::SharedIndex,
+    /// How the vector index has been brought up to date.
+    pub(crate) vector_loads: crate::vectors::VectorLoads,
     /// The audit chain's key (`audit.key` beside the database).
     pub(crate) audit_key: reef_security::audit::AuditKey,
 }
@@ -142,7 +144,8 @@ impl Store {
             db: Arc::new(Mutex::new(Db {
                 conn,
                 clock: Clock::default(),
-                vectors: None,
+                vectors: Arc::default(),
+                vector_loads: crate::vectors::VectorLoads::default(),
                 audit_key: keys.audit,
             })),
             path: path.map(Arc::new),

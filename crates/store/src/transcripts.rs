@@ -38,7 +38,7 @@ impl Store {
                 message: "is empty".into(),
             });
         }
-        let matcher = fts_query(text)?;
+        let matcher = fts_query(text, false)?;
         let agent = agent.to_owned();
         let limit = limit.clamp(1, 200) as i64;
         self.run(move |db| {

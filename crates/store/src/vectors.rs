@@ -7,9 +7,10 @@
 use crate::error::StoreError;
 use crate::memory::{MemoryHit, check_search_namespaces, json_list, parse_tags};
 use crate::store::{Db, Store};
+use crate::vector_index::{Scan, VectorMatrix};
 use rusqlite::{TransactionBehavior, params};
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// A vector search.
 #[derive(Clone, Debug, Default)]
@@ -21,6 +22,8 @@ pub struct VectorQuery {
     pub tags: Vec<String>,
     pub since: Option<String>,
     pub limit: usize,
+    /// Exact, quantised, or chosen by size (the default).
+    pub scan: Scan,
 }
 
 /// How many chunks have a vector from an embedder, of how many.
@@ -30,14 +33,24 @@ pub struct VectorCoverage {
     pub chunks: u64,
 }
 
-/// The in-RAM matrix of one embedder's vectors.
+/// The in-RAM matrix of one embedder's vectors, shared by the store's clones: a search scans
+/// it under a read lock without holding the connection, so the keyword side of a hybrid
+/// search runs beside it.
+pub(crate) type SharedIndex = Arc<RwLock<Option<VectorIndex>>>;
+
+/// How often this store's vector index was read whole from the database, and how often it
+/// caught up with another connection's writes by reading only what changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct VectorLoads {
+    pub full: u64,
+    pub incremental: u64,
+}
+
+/// One embedder's vectors and what tells whether they are still the database's.
 pub(crate) struct VectorIndex {
     embedder: String,
-    dims: usize,
-    chunk_ids: Vec<i64>,
-    namespace_of: Vec<u32>,
+    matrix: VectorMatrix,
     namespaces: Vec<String>,
-    data: Vec<f32>,
     /// `PRAGMA data_version` when loaded: it changes when another connection commits.
     data_version: i64,
     /// Count, max and sum of the chunk ids with vectors, to tell whether a foreign commit
@@ -58,76 +71,22 @@ impl VectorIndex {
 
     fn push(&mut self, chunk_id: i64, namespace: &str, vector: &[f32]) {
         let ns = self.namespace_index(namespace);
-        self.chunk_ids.push(chunk_id);
-        self.namespace_of.push(ns);
-        self.data.extend_from_slice(vector);
+        self.matrix.push(chunk_id, ns, vector);
     }
 
-    /// Drops the rows of `chunk_ids` (order of the rest is kept).
+    /// Drops the rows of `chunk_ids`.
     pub(crate) fn remove(&mut self, chunk_ids: &[i64]) {
-        if chunk_ids.is_empty() {
-            return;
-        }
-        let mut keep = 0;
-        for row in 0..self.chunk_ids.len() {
-            if chunk_ids.contains(&self.chunk_ids[row]) {
-                continue;
-            }
-            if keep != row {
-                self.chunk_ids[keep] = self.chunk_ids[row];
-                self.namespace_of[keep] = self.namespace_of[row];
-                self.data
-                    .copy_within(row * self.dims..(row + 1) * self.dims, keep * self.dims);
-            }
-            keep += 1;
-        }
-        self.chunk_ids.truncate(keep);
-        self.namespace_of.truncate(keep);
-        self.data.truncate(keep * self.dims);
-    }
-
-    /// The best `k` rows in `allowed` namespaces by dot product with `query`, best first.
-    fn top(&self, query: &[f32], allowed: &[bool], k: usize) -> Vec<(f32, i64)> {
-        let mut heap = BinaryHeap::with_capacity(k + 1);
-        for (row, vector) in self.data.chunks_exact(self.dims).enumerate() {
-            if !allowed[self.namespace_of[row] as usize] {
-                continue;
-            }
-            let score = dot(query, vector);
-            if heap.len() < k {
-                heap.push(MinScore(score, row));
-            } else if heap.peek().is_some_and(|m| score > m.0) {
-                heap.pop();
-                heap.push(MinScore(score, row));
-            }
-        }
-        let mut best: Vec<(f32, i64)> = heap
-            .into_iter()
-            .map(|MinScore(s, row)| (s, self.chunk_ids[row]))
-            .collect();
-        best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        best
+        self.matrix.remove(chunk_ids);
     }
 }
 
-/// A heap entry ordered so the worst score is on top.
-struct MinScore(f32, usize);
+/// The index of `db`, poisoned or not (a panic while it was held leaves whole rows).
+pub(crate) fn write_index(index: &SharedIndex) -> RwLockWriteGuard<'_, Option<VectorIndex>> {
+    index.write().unwrap_or_else(PoisonError::into_inner)
+}
 
-impl PartialEq for MinScore {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for MinScore {}
-impl PartialOrd for MinScore {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for MinScore {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.0.total_cmp(&self.0).then(self.1.cmp(&other.1))
-    }
+fn read_index(index: &SharedIndex) -> RwLockReadGuard<'_, Option<VectorIndex>> {
+    index.read().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The dot product, written with 16 independent sums so the compiler vectorises it.
@@ -168,65 +127,113 @@ fn data_version(db: &Db) -> rusqlite::Result<i64> {
     db.conn.query_row("PRAGMA data_version", [], |r| r.get(0))
 }
 
-/// Makes `db.vectors` hold `embedder`'s vectors, loading them if it holds another embedder's,
-/// nothing, or a copy another process has changed since.
+/// Makes `db.vectors` hold `embedder`'s vectors as the database has them: loading them when it
+/// holds another embedder's or nothing; when another process committed since, reading only
+/// the rows added (and dropping the rows gone) rather than everything again.
 fn ensure_loaded(db: &mut Db, embedder: &str) -> Result<(), StoreError> {
     let version = data_version(db)?;
-    if let Some(index) = &db.vectors
+    let shared = Arc::clone(&db.vectors);
+    let mut guard = write_index(&shared);
+    if let Some(index) = guard.as_mut()
         && index.embedder == embedder
     {
         if index.data_version == version {
             return Ok(());
         }
         let now = signature(db, embedder)?;
-        if let Some(index) = db.vectors.as_mut() {
-            index.data_version = version;
-            if index.signature == now {
-                return Ok(());
-            }
+        index.data_version = version;
+        if index.signature == now {
+            return Ok(());
+        }
+        if catch_up(db, index, now)? {
+            db.vector_loads.incremental += 1;
+            return Ok(());
         }
     }
     let mut index = VectorIndex {
         embedder: embedder.to_owned(),
-        dims: 0,
-        chunk_ids: Vec::new(),
-        namespace_of: Vec::new(),
+        matrix: VectorMatrix::new(0),
         namespaces: Vec::new(),
-        data: Vec::new(),
         data_version: version,
         signature: signature(db, embedder)?,
     };
+    add_rows(db, &mut index, 0)?;
+    *guard = Some(index);
+    db.vector_loads.full += 1;
+    Ok(())
+}
+
+/// Brings `index` to the database's `now` signature by reading the rows with ids above its
+/// last and dropping the ones no longer there; false when that does not account for the
+/// change (older rows embedded again), which calls for a full load.
+fn catch_up(db: &Db, index: &mut VectorIndex, now: (i64, i64, i64)) -> Result<bool, StoreError> {
+    let last = index.signature.1;
+    add_rows(db, index, last)?;
+    let mut have = signature_of(index.matrix.ids());
+    if have.0 > now.0 {
+        let ids: std::collections::HashSet<i64> = db
+            .conn
+            .prepare_cached("SELECT id FROM memory_chunks WHERE embedder = ?1")?
+            .query_map(params![index.embedder], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        let gone: Vec<i64> = index
+            .matrix
+            .ids()
+            .iter()
+            .copied()
+            .filter(|id| !ids.contains(id))
+            .collect();
+        index.remove(&gone);
+        have = signature_of(index.matrix.ids());
+    }
+    index.signature = have;
+    Ok(have == now)
+}
+
+/// Count, max and sum of ids, as [`signature`] computes them in SQL.
+fn signature_of(ids: &[i64]) -> (i64, i64, i64) {
+    (
+        ids.len() as i64,
+        ids.iter().copied().max().unwrap_or(0),
+        ids.iter().sum(),
+    )
+}
+
+/// Appends `embedder`'s vectors of chunks with ids above `after`, in id order.
+fn add_rows(db: &Db, index: &mut VectorIndex, after: i64) -> Result<(), StoreError> {
     let mut stmt = db.conn.prepare_cached(
         "SELECT c.id, i.namespace, c.embedding FROM memory_chunks c
          JOIN memory_items i ON i.id = c.item_id
-         WHERE c.embedder = ?1 AND c.embedding IS NOT NULL
+         WHERE c.embedder = ?1 AND c.embedding IS NOT NULL AND c.id > ?2
          ORDER BY c.id",
     )?;
-    let mut rows = stmt.query(params![embedder])?;
+    let mut rows = stmt.query(params![index.embedder, after])?;
     while let Some(row) = rows.next()? {
         let id: i64 = row.get(0)?;
         let namespace: String = row.get(1)?;
         let blob: Vec<u8> = row.get(2)?;
         let vector = from_blob(&blob);
-        if index.dims == 0 {
-            index.dims = vector.len();
+        if index.matrix.is_empty() && index.matrix.dims() == 0 {
+            index.matrix = VectorMatrix::new(vector.len());
         }
-        if vector.len() != index.dims || vector.is_empty() {
+        if vector.len() != index.matrix.dims() || vector.is_empty() {
             return Err(StoreError::Corrupt(format!(
                 "memory chunk {id}: a vector of {} floats among vectors of {}",
                 vector.len(),
-                index.dims
+                index.matrix.dims()
             )));
         }
         index.push(id, &namespace, &vector);
     }
-    drop(rows);
-    drop(stmt);
-    db.vectors = Some(index);
     Ok(())
 }
 
 impl Store {
+    /// How this store's vector index has been loaded so far.
+    pub fn vector_loads(&self) -> VectorLoads {
+        self.lock().vector_loads
+    }
+
     /// Up to `limit` chunks of `namespaces` that have no vector from `embedder` yet, oldest
     /// first, as (chunk id, text).
     pub async fn chunks_to_embed(
@@ -280,16 +287,17 @@ impl Store {
         }
         let embedder = embedder.to_owned();
         self.run(move |db| {
-            if let Some(index) = &db.vectors
+            let shared = Arc::clone(&db.vectors);
+            if let Some(index) = read_index(&shared).as_ref()
                 && index.embedder == embedder
-                && index.dims != 0
-                && index.dims != dims
+                && index.matrix.dims() != 0
+                && index.matrix.dims() != dims
             {
                 return Err(StoreError::Invalid {
                     field: "vectors",
                     message: format!(
                         "{dims} dimensions, but `{embedder}` vectors stored earlier have {}",
-                        index.dims
+                        index.matrix.dims()
                     ),
                 });
             }
@@ -311,10 +319,21 @@ impl Store {
             }
             tx.commit()?;
             let signature = signature(db, &embedder)?;
-            if let Some(index) = db.vectors.as_mut().filter(|i| i.embedder == embedder) {
-                index.dims = dims;
-                let ids: Vec<i64> = vectors.iter().map(|(id, _)| *id).collect();
-                index.remove(&ids);
+            if let Some(index) = write_index(&shared)
+                .as_mut()
+                .filter(|i| i.embedder == embedder)
+            {
+                if index.matrix.dims() == 0 {
+                    index.matrix = VectorMatrix::new(dims);
+                }
+                // Rows are replaced, not duplicated, when a chunk is embedded again.
+                let last = index.signature.1;
+                let again: Vec<i64> = vectors
+                    .iter()
+                    .map(|(id, _)| *id)
+                    .filter(|id| *id <= last)
+                    .collect();
+                index.remove(&again);
                 for ((id, vector), ns) in vectors.iter().zip(namespaces) {
                     if let Some(ns) = ns {
                         index.push(*id, &ns, vector);
@@ -367,22 +386,27 @@ impl Store {
         }
         let limit = query.limit.clamp(1, 1000);
         let filtered = !query.tags.is_empty() || query.since.is_some();
-        self.run(move |db| {
-            ensure_loaded(db, &query.embedder)?;
-            let Some(index) = db.vectors.as_ref() else {
-                return Ok(Vec::new());
+        let embedder = query.embedder.clone();
+        let shared = self
+            .run(move |db| {
+                ensure_loaded(db, &embedder)?;
+                Ok(Arc::clone(&db.vectors))
+            })
+            .await?;
+        // The scan holds the index, not the connection: keyword searches run beside it.
+        let scan = tokio::task::spawn_blocking(move || {
+            let guard = read_index(&shared);
+            let Some(index) = guard.as_ref().filter(|i| !i.matrix.is_empty()) else {
+                return Ok((query, Vec::new()));
             };
-            if index.chunk_ids.is_empty() {
-                return Ok(Vec::new());
-            }
-            if index.dims != query.vector.len() {
+            if index.matrix.dims() != query.vector.len() {
                 return Err(StoreError::Invalid {
                     field: "vector",
                     message: format!(
                         "{} dimensions, but the stored `{}` vectors have {}",
                         query.vector.len(),
                         query.embedder,
-                        index.dims
+                        index.matrix.dims()
                     ),
                 });
             }
@@ -393,7 +417,14 @@ impl Store {
                 .collect();
             // Filters are applied after the scan, so take more candidates when there are any.
             let k = if filtered { limit * 8 } else { limit };
-            let best = index.top(&query.vector, &allowed, k);
+            let best = index.matrix.top(&query.vector, &allowed, k, query.scan);
+            Ok((query, best))
+        });
+        let (query, best) = scan.await??;
+        if best.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.run(move |db| {
             let scores: HashMap<i64, f32> = best.iter().map(|&(s, id)| (id, s)).collect();
             let ids = json_list(&best.iter().map(|b| b.1).collect::<Vec<_>>())?;
             let tags = json_list(&query.tags)?;

@@ -7,6 +7,7 @@ mod audit;
 mod bench;
 mod bench_agent;
 mod bench_dashboard;
+mod bench_index;
 mod bench_memory;
 mod cap;
 mod channels;

@@ -5,8 +5,8 @@
 use async_trait::async_trait;
 use reef_core::{Embedder, ModelError};
 use reef_store::{
-    Chunking, Fusion, FusionMethod, Memory, MemoryHit, NewMemory, QueryTerms, SearchMode,
-    SearchRequest, Store, StoreError, VectorQuery, fuse,
+    Chunking, Fusion, FusionMethod, Memory, MemoryHit, NewMemory, QueryTerms, Scan, SearchMode,
+    SearchRequest, Store, StoreError, VectorLoads, VectorQuery, fuse,
 };
 use std::sync::Arc;
 
@@ -330,4 +330,99 @@ fn rank_fusion_adds_weighted_reciprocal_ranks() {
     .map(|h| h.chunk_id)
     .collect();
     assert_eq!(ids, [2, 1], "weights shift the order; limit applies");
+}
+
+/// A unit vector along dimension `d` with a little of dimension `d + 1`.
+fn axis(d: usize) -> Vec<f32> {
+    let mut v = vec![0.0; DIMS];
+    v[d % DIMS] = 0.95;
+    v[(d + 1) % DIMS] = 0.312;
+    v
+}
+
+async fn add_with_vector(store: &Store, text: &str, d: usize) -> i64 {
+    let item = store
+        .add_memory(
+            NewMemory {
+                namespace: "shared".into(),
+                text: text.into(),
+                tags: Vec::new(),
+                source: None,
+            },
+            Chunking::default(),
+        )
+        .await
+        .unwrap();
+    // One chunk per short item: its id is the item's.
+    store
+        .store_vectors("concepts", vec![(item.id, axis(d))])
+        .await
+        .unwrap();
+    item.id
+}
+
+#[tokio::test]
+async fn another_connections_writes_reach_the_index_without_a_full_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reef.db");
+    let daemon = Store::open(&path).unwrap();
+    let cli = Store::open(&path).unwrap();
+    let first = add_with_vector(&daemon, "first note", 0).await;
+    let search = |store: &Store, d: usize, scan: Scan| {
+        let store = store.clone();
+        async move {
+            store
+                .vector_search(VectorQuery {
+                    namespaces: vec!["shared".into()],
+                    embedder: "concepts".into(),
+                    vector: axis(d),
+                    limit: 1,
+                    scan,
+                    ..VectorQuery::default()
+                })
+                .await
+                .unwrap()
+                .first()
+                .map(|h| h.item_id)
+        }
+    };
+    assert_eq!(search(&daemon, 0, Scan::Exact).await, Some(first));
+    assert_eq!(
+        daemon.vector_loads(),
+        VectorLoads {
+            full: 1,
+            incremental: 0
+        }
+    );
+    // The other connection adds two and forgets the first.
+    let second = add_with_vector(&cli, "second note", 5).await;
+    let third = add_with_vector(&cli, "third note", 9).await;
+    assert!(
+        cli.forget_memory(vec!["shared".into()], first)
+            .await
+            .unwrap()
+    );
+    assert_eq!(search(&daemon, 5, Scan::Exact).await, Some(second));
+    assert_eq!(
+        search(&daemon, 9, Scan::Quantized { reranked: 1 }).await,
+        Some(third)
+    );
+    assert_ne!(search(&daemon, 0, Scan::Exact).await, Some(first));
+    assert_eq!(
+        daemon.vector_loads(),
+        VectorLoads {
+            full: 1,
+            incremental: 1
+        }
+    );
+    // Its own writes keep it current without reading anything back.
+    let fourth = add_with_vector(&daemon, "fourth note", 12).await;
+    assert_eq!(search(&daemon, 12, Scan::Auto).await, Some(fourth));
+    assert_eq!(
+        daemon.vector_loads(),
+        VectorLoads {
+            full: 1,
+            incremental: 1
+        }
+    );
 }

@@ -1,0 +1,309 @@
+//! `VectorMatrix`: the vectors memory search compares a query with, held in RAM as one
+//! contiguous matrix of unit vectors and again in 8-bit integers (each row scaled by its
+//! largest coordinate). A small matrix is scanned exactly. From [`APPROXIMATE_FROM`] rows in
+//! the namespaces searched, a search scans the 8-bit rows instead (a quarter of the memory to
+//! stream, which is what an exact scan of 100,000 rows waits on) and scores its best
+//! candidates again exactly, so the order of the hits it returns is the exact one;
+//! `reef bench memory` reports its recall against the exact scan and where it starts to pay.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// From this many rows in the namespaces searched, a search scans the 8-bit rows first:
+/// below it the exact scan is as fast (`reef bench memory` measures the crossover).
+pub const APPROXIMATE_FROM: usize = 10_000;
+
+/// The rows, per hit asked for, that a quantised search scores exactly (at least
+/// [`MIN_RERANKED`]).
+pub const RERANKED_PER_HIT: usize = 20;
+
+/// The fewest rows a quantised search scores exactly.
+pub const MIN_RERANKED: usize = 200;
+
+/// The rows a quantised search for `k` hits scores exactly.
+pub fn reranked_for(k: usize) -> usize {
+    k.saturating_mul(RERANKED_PER_HIT).max(MIN_RERANKED)
+}
+
+/// How a search goes over the matrix.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scan {
+    /// Every row's dot product with the query.
+    Exact,
+    /// Every row's 8-bit dot product, then the best `reranked` rows exactly.
+    Quantized { reranked: usize },
+    /// Exact below [`APPROXIMATE_FROM`] rows, else quantised with [`reranked_for`].
+    #[default]
+    Auto,
+}
+
+/// Unit vectors with an id and a group (the namespace) each.
+#[derive(Clone, Debug, Default)]
+pub struct VectorMatrix {
+    dims: usize,
+    ids: Vec<i64>,
+    groups: Vec<u32>,
+    data: Vec<f32>,
+    /// The rows in 8-bit integers; a row's dot products are multiplied by its `scales` entry.
+    quant: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+impl VectorMatrix {
+    /// An empty matrix of `dims`-long vectors.
+    pub fn new(dims: usize) -> Self {
+        Self {
+            dims,
+            ..Self::default()
+        }
+    }
+
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Row `row`'s vector.
+    ///
+    /// # Panics
+    /// When `row` is not below [`Self::len`].
+    pub fn row(&self, row: usize) -> &[f32] {
+        &self.data[row * self.dims..(row + 1) * self.dims]
+    }
+
+    /// The ids of the rows, in row order.
+    pub fn ids(&self) -> &[i64] {
+        &self.ids
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Bytes the matrix takes: four a coordinate, one for its 8-bit copy, and the ids.
+    pub fn bytes(&self) -> usize {
+        self.data.len() * 5 + self.ids.len() * 16
+    }
+
+    /// Appends a row. `vector` must be `dims` long.
+    pub fn push(&mut self, id: i64, group: u32, vector: &[f32]) {
+        debug_assert_eq!(vector.len(), self.dims);
+        self.ids.push(id);
+        self.groups.push(group);
+        self.data.extend_from_slice(vector);
+        let scale = quantize(vector, &mut self.quant);
+        self.scales.push(scale);
+    }
+
+    /// Drops the rows with these ids, keeping the order of the rest.
+    pub fn remove(&mut self, ids: &[i64]) {
+        if ids.is_empty() {
+            return;
+        }
+        let drop: std::collections::HashSet<i64> = ids.iter().copied().collect();
+        let dims = self.dims;
+        let mut keep = 0;
+        for row in 0..self.ids.len() {
+            if drop.contains(&self.ids[row]) {
+                continue;
+            }
+            if keep != row {
+                self.ids[keep] = self.ids[row];
+                self.groups[keep] = self.groups[row];
+                self.scales[keep] = self.scales[row];
+                self.data
+                    .copy_within(row * dims..(row + 1) * dims, keep * dims);
+                self.quant
+                    .copy_within(row * dims..(row + 1) * dims, keep * dims);
+            }
+            keep += 1;
+        }
+        self.ids.truncate(keep);
+        self.groups.truncate(keep);
+        self.scales.truncate(keep);
+        self.data.truncate(keep * dims);
+        self.quant.truncate(keep * dims);
+    }
+
+    /// The best `k` rows of the `allowed` groups (indexed by group) by dot product with
+    /// `query`, best first, as (score, id). Scores are always the exact dot products.
+    pub fn top(&self, query: &[f32], allowed: &[bool], k: usize, scan: Scan) -> Vec<(f32, i64)> {
+        let all = allowed.iter().all(|a| *a);
+        let in_scope = |row: usize| {
+            all || allowed
+                .get(self.groups[row] as usize)
+                .copied()
+                .unwrap_or(false)
+        };
+        let rows = if all {
+            self.len()
+        } else {
+            (0..self.len()).filter(|&r| in_scope(r)).count()
+        };
+        let reranked = match scan {
+            Scan::Exact => None,
+            Scan::Quantized { reranked } => Some(reranked.max(k)),
+            Scan::Auto if rows < APPROXIMATE_FROM => None,
+            Scan::Auto => Some(reranked_for(k)),
+        };
+        let exact =
+            |row: usize| crate::vectors::dot(query, &self.data[row * self.dims..][..self.dims]);
+        let best = match reranked {
+            Some(r) if r < rows => {
+                let mut q = Vec::with_capacity(self.dims);
+                quantize(query, &mut q);
+                let dims = self.dims;
+                let candidates = best_rows(
+                    self.quant
+                        .chunks_exact(dims.max(1))
+                        .enumerate()
+                        .filter(|&(row, _)| in_scope(row))
+                        .map(|(row, x)| (dot_i8(x, &q) as f32 * self.scales[row], row)),
+                    r,
+                );
+                best_rows(candidates.into_iter().map(|(_, row)| (exact(row), row)), k)
+            }
+            _ => best_rows(
+                (0..self.len())
+                    .filter(|&r| in_scope(r))
+                    .map(|row| (exact(row), row)),
+                k,
+            ),
+        };
+        let mut best: Vec<(f32, i64)> = best
+            .into_iter()
+            .map(|(s, row)| (s, self.ids[row]))
+            .collect();
+        best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        best
+    }
+}
+
+/// The `k` highest-scoring (score, row) pairs, in no order.
+fn best_rows(scored: impl Iterator<Item = (f32, usize)>, k: usize) -> Vec<(f32, usize)> {
+    let mut heap = BinaryHeap::with_capacity(k + 1);
+    for (score, row) in scored {
+        if heap.len() < k {
+            heap.push(MinScore(score, row));
+        } else if heap.peek().is_some_and(|m| score > m.0) {
+            heap.pop();
+            heap.push(MinScore(score, row));
+        }
+    }
+    heap.into_iter().map(|MinScore(s, row)| (s, row)).collect()
+}
+
+/// The dot product of 8-bit rows, in 16 independent 32-bit sums so the compiler vectorises
+/// it.
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    const LANES: usize = 16;
+    let mut sums = [0i32; LANES];
+    let whole = a.len().min(b.len()) / LANES * LANES;
+    for (x, y) in a[..whole]
+        .chunks_exact(LANES)
+        .zip(b[..whole].chunks_exact(LANES))
+    {
+        for i in 0..LANES {
+            sums[i] += i32::from(x[i]) * i32::from(y[i]);
+        }
+    }
+    let tail: i32 = a[whole..]
+        .iter()
+        .zip(&b[whole..])
+        .map(|(&x, &y)| i32::from(x) * i32::from(y))
+        .sum();
+    sums.iter().sum::<i32>() + tail
+}
+
+/// Appends `vector` in 8-bit integers to `out` (its largest coordinate at ±127) and returns
+/// the scale of its dot products (largest coordinate / 127).
+fn quantize(vector: &[f32], out: &mut Vec<i8>) -> f32 {
+    let largest = vector.iter().fold(0f32, |m, x| m.max(x.abs()));
+    let step = if largest > 0.0 { largest / 127.0 } else { 1.0 };
+    out.extend(
+        vector
+            .iter()
+            .map(|x| (x / step).round().clamp(-127.0, 127.0) as i8),
+    );
+    step
+}
+
+/// A heap entry ordered so the worst score is on top.
+struct MinScore(f32, usize);
+
+impl PartialEq for MinScore {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for MinScore {}
+impl PartialOrd for MinScore {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for MinScore {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.0.total_cmp(&self.0).then(self.1.cmp(&other.1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Scan, VectorMatrix};
+
+    fn unit(seed: &mut u64, dims: usize) -> Vec<f32> {
+        let mut v: Vec<f32> = (0..dims)
+            .map(|_| {
+                *seed ^= *seed << 13;
+                *seed ^= *seed >> 7;
+                *seed ^= *seed << 17;
+                (*seed % 2000) as f32 / 1000.0 - 1.0
+            })
+            .collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter_mut().for_each(|x| *x /= norm);
+        v
+    }
+
+    #[test]
+    fn the_quantised_search_agrees_with_the_exact_one_and_respects_groups() {
+        let mut seed = 7u64;
+        let mut m = VectorMatrix::new(96);
+        for id in 0..3000 {
+            m.push(id, (id % 2) as u32, &unit(&mut seed, 96));
+        }
+        // A query next to row 1234 (group 0).
+        let mut q: Vec<f32> = m.data[1234 * 96..1235 * 96].to_vec();
+        q[0] += 0.05;
+        let quantized = m.top(&q, &[true, true], 3, Scan::Quantized { reranked: 20 });
+        let exact = m.top(&q, &[true, true], 3, Scan::Exact);
+        assert_eq!(exact[0].1, 1234);
+        // Scores are exact, so the rows found agree in score and order.
+        assert_eq!(quantized, exact);
+        let odd_only = m.top(&q, &[false, true], 5, Scan::Quantized { reranked: 20 });
+        assert_eq!(odd_only.len(), 5);
+        assert!(odd_only.iter().all(|(_, id)| id % 2 == 1), "{odd_only:?}");
+        // Re-ranking more rows than are in scope is the exact scan.
+        let all = m.top(&q, &[true, false], 5, Scan::Quantized { reranked: 5000 });
+        assert_eq!(all, m.top(&q, &[true, false], 5, Scan::Exact));
+    }
+
+    #[test]
+    fn removing_rows_keeps_the_8_bit_copy_in_step() {
+        let mut seed = 3u64;
+        let mut m = VectorMatrix::new(64);
+        for id in 0..2000 {
+            m.push(id, 0, &unit(&mut seed, 64));
+        }
+        let target: Vec<f32> = m.data[1500 * 64..1501 * 64].to_vec();
+        m.remove(&(0..1000).collect::<Vec<_>>());
+        assert_eq!(m.len(), 1000);
+        let hit = m.top(&target, &[true], 1, Scan::Quantized { reranked: 20 });
+        assert_eq!(hit[0].1, 1500);
+        assert!((hit[0].0 - 1.0).abs() < 1e-4);
+    }
+}
