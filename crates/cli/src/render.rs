@@ -251,6 +251,16 @@ pub fn clean(text: &str) -> String {
         .collect()
 }
 
+/// A duration in seconds as a person reads it: `45s`, `12m`, `3h 05m`.
+pub fn duration_words(secs: f64) -> String {
+    let secs = secs.max(0.0).round() as u64;
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs.div_ceil(60)),
+        _ => format!("{}h {:02}m", secs / 3600, (secs % 3600) / 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,5 +283,12 @@ mod tests {
             compaction_line(CompactionStrategy::Truncate, (5, 5), (10, 2, 512)),
             "context compacted (truncate): message 5, 10 → 2 of 512 tokens"
         );
+    }
+
+    #[test]
+    fn durations_read_as_people_say_them() {
+        assert_eq!(super::duration_words(42.4), "42s");
+        assert_eq!(super::duration_words(61.0), "2m");
+        assert_eq!(super::duration_words(3.0 * 3600.0 + 300.0), "3h 05m");
     }
 }

@@ -112,7 +112,7 @@ impl Runtime {
         let runtime = Runtime {
             inner: Arc::new(Inner {
                 turns: Arc::new(Semaphore::new(opts.config.daemon.max_concurrent_turns)),
-                memory: reef_agent::memory(&opts.config, store.clone()),
+                memory: reef_agent::memory(&opts.config, store.clone()).embedded_in_background(),
                 wasm: Arc::new(reef_skills::WasmRuntime::new(
                     opts.config.home.join("cache").join("wasm"),
                 )),
@@ -147,6 +147,8 @@ impl Runtime {
         runtime.audit_configuration().await?;
         let expiry = tokio::spawn(crate::expiry::run(Arc::downgrade(&runtime.inner)));
         lock(&runtime.inner.background).push(expiry);
+        let backfill = tokio::spawn(crate::backfill::run(Arc::downgrade(&runtime.inner)));
+        lock(&runtime.inner.background).push(backfill);
         if released > 0 {
             runtime
                 .inner

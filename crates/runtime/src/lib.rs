@@ -9,6 +9,7 @@
 mod activity;
 mod agents;
 mod audit;
+mod backfill;
 mod bus;
 pub mod caps;
 mod channels;

@@ -14,10 +14,16 @@ pub struct QueryCache {
     inner: Arc<Mutex<Entries>>,
 }
 
+/// (embedder, text).
+type Key = (String, String);
+
+/// When an entry was last used, and its vector.
+type Entry = (u64, Arc<Vec<f32>>);
+
 #[derive(Debug, Default)]
 struct Entries {
     tick: u64,
-    map: HashMap<(String, String), (u64, Arc<Vec<f32>>)>,
+    map: HashMap<Key, Entry>,
 }
 
 impl QueryCache {

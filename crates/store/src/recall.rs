@@ -16,7 +16,8 @@ use std::sync::Arc;
 /// Chunks embedded per call to the embedder.
 const EMBED_BATCH: usize = 64;
 
-/// Chunks a search embeds on the way (left over from a time without an embedder).
+/// Chunks a search embeds on the way (left over from a time without an embedder), unless
+/// something else embeds them in the background ([`Memory::embedded_in_background`]).
 const SEARCH_BACKFILL: usize = 256;
 
 /// How a search ranks.
@@ -93,6 +94,9 @@ pub struct Memory {
     chunking: Chunking,
     fusion: Fusion,
     queries: QueryCache,
+    /// Chunks a search embeds before it ranks: [`SEARCH_BACKFILL`], or none when a
+    /// background task embeds them.
+    search_backfill: usize,
 }
 
 impl std::fmt::Debug for Memory {
@@ -122,7 +126,17 @@ impl Memory {
             chunking,
             fusion,
             queries: QueryCache::default(),
+            search_backfill: SEARCH_BACKFILL,
         }
+    }
+
+    /// This memory with searches that never embed chunks on the way, for when a background
+    /// task embeds them (the daemon's): a search answers at once, by keyword for the chunks
+    /// not embedded yet, and its note says how many those are.
+    #[must_use]
+    pub fn embedded_in_background(mut self) -> Self {
+        self.search_backfill = 0;
+        self
     }
 
     pub fn store(&self) -> &Store {
@@ -132,6 +146,12 @@ impl Memory {
     /// The embedder, or why there is none.
     pub fn embedder(&self) -> Result<&Arc<dyn Embedder>, &str> {
         self.embedder.as_ref().map_err(String::as_str)
+    }
+
+    /// Stores `memory` without embedding it (it is found by keyword until something embeds
+    /// it: [`Memory::embed_pending`], a search, or the daemon's background embedder).
+    pub async fn save_text(&self, memory: NewMemory) -> Result<MemoryItem, StoreError> {
+        self.store.add_memory(memory, self.chunking).await
     }
 
     /// Stores `memory` and embeds its chunks.
@@ -174,6 +194,7 @@ impl Memory {
             }
             let more = pending.len() > want;
             let batch: Vec<(i64, String)> = pending.into_iter().take(want).collect();
+            let count = batch.len();
             let texts: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
             let vectors = embedder
                 .embed(&texts)
@@ -191,7 +212,7 @@ impl Memory {
                 .store_vectors(embedder.id(), rows)
                 .await
                 .map_err(|e| EmbedFailure(e.to_string()))?;
-            done += want;
+            done += count;
             if !more {
                 return Ok((done, false));
             }
@@ -321,10 +342,31 @@ impl Memory {
         request: &SearchRequest,
     ) -> Result<(VectorQuery, Option<String>), String> {
         let embedder = self.embedder.as_ref().map_err(Clone::clone)?;
-        let (_, more) = self
-            .embed_pending(request.namespaces.clone(), SEARCH_BACKFILL)
-            .await
-            .map_err(|e| e.0)?;
+        let note = if self.search_backfill == 0 {
+            // The common case, nothing waiting, is one step down an index; only a backlog
+            // is counted.
+            let waiting = self
+                .store
+                .chunks_to_embed(embedder.id(), request.namespaces.clone(), 1)
+                .await
+                .map_err(|e| e.to_string())?;
+            if waiting.is_empty() {
+                None
+            } else {
+                self.backlog_note(embedder.id(), &request.namespaces)
+                    .await?
+            }
+        } else {
+            let (_, more) = self
+                .embed_pending(request.namespaces.clone(), self.search_backfill)
+                .await
+                .map_err(|e| e.0)?;
+            more.then(|| {
+                "some chunks have no vector yet (they are embedded a batch per search); \
+                 vector ranking covers the rest"
+                    .to_owned()
+            })
+        };
         let vector = match self.queries.get(embedder.id(), &request.text) {
             Some(cached) => cached.as_ref().clone(),
             None => {
@@ -338,11 +380,6 @@ impl Memory {
                 vector
             }
         };
-        let note = more.then(|| {
-            "some chunks have no vector yet (they are embedded a batch per search); \
-             vector ranking covers the rest"
-                .to_owned()
-        });
         Ok((
             VectorQuery {
                 namespaces: request.namespaces.clone(),
@@ -378,6 +415,29 @@ fn distinctive(words: &[String], total: u64, counts: &[u64]) -> Option<(String, 
         Some((words.join(" "), true))
     } else {
         Some((rare.join(" "), false))
+    }
+}
+
+impl Memory {
+    /// How many chunks of `namespaces` are waiting for a vector, as a search's note.
+    async fn backlog_note(
+        &self,
+        embedder: &str,
+        namespaces: &[String],
+    ) -> Result<Option<String>, String> {
+        let coverage = self
+            .store
+            .vector_coverage(embedder, namespaces.to_vec())
+            .await
+            .map_err(|e| e.to_string())?;
+        let waiting = coverage.chunks.saturating_sub(coverage.embedded);
+        Ok((waiting > 0).then(|| {
+            format!(
+                "{waiting} of {} chunks have no vector yet (they are being embedded in the \
+                 background); keyword ranking covers them",
+                coverage.chunks
+            )
+        }))
     }
 }
 

@@ -271,6 +271,28 @@ impl Store {
         .await
     }
 
+    /// The namespaces that have chunks without a vector from `embedder`.
+    pub async fn namespaces_to_embed(&self, embedder: &str) -> Result<Vec<String>, StoreError> {
+        let embedder = embedder.to_owned();
+        self.run(move |db| {
+            let mut stmt = db.conn.prepare_cached(
+                "WITH pending AS MATERIALIZED (
+                     SELECT id FROM memory_chunks WHERE embedder IS NULL
+                     UNION ALL SELECT id FROM memory_chunks WHERE embedder < ?1
+                     UNION ALL SELECT id FROM memory_chunks WHERE embedder > ?1)
+                 SELECT DISTINCT i.namespace FROM pending
+                 CROSS JOIN memory_chunks c ON c.id = pending.id
+                 CROSS JOIN memory_items i ON i.id = c.item_id
+                 ORDER BY i.namespace",
+            )?;
+            let rows = stmt
+                .query_map(params![embedder], |r| r.get(0))?
+                .collect::<Result<Vec<String>, _>>()?;
+            Ok(rows)
+        })
+        .await
+    }
+
     /// Stores the vectors `embedder` made for chunks (by chunk id), in one transaction.
     /// Vectors must all have the same, non-zero length.
     pub async fn store_vectors(

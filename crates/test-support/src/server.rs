@@ -28,6 +28,9 @@ struct ScriptState {
     responder: Option<Responder>,
     requests: Vec<RecordedRequest>,
     next_call_id: u64,
+    /// Embedding requests of more than one text answered before the rest are held (see
+    /// [`MockLlm::hold_embedding_batches_after`]).
+    embeddings_open: Option<usize>,
 }
 
 impl std::fmt::Debug for ScriptState {
@@ -50,6 +53,7 @@ impl Shared {
             responder,
             requests: Vec::new(),
             next_call_id: 1,
+            embeddings_open: None,
         })))
     }
 
@@ -174,6 +178,16 @@ impl MockLlm {
         self.state.lock().requests.clone()
     }
 
+    /// Answers `n` more `/embeddings` requests of more than one text (batches, as memory
+    /// imports send; a search's single query is always answered), then holds the next ones
+    /// unanswered until this is called again (`None`: answer all). A held request is answered
+    /// 503 after two minutes.
+    pub fn hold_embedding_batches_after(&self, n: Option<usize>) {
+        let mut state = self.state.lock();
+        let answered = state.requests.iter().filter(|r| is_batch(r)).count();
+        state.embeddings_open = n.map(|n| answered + n);
+    }
+
     /// Scripted replies not consumed yet.
     pub fn remaining(&self) -> usize {
         self.state.lock().replies.len()
@@ -236,7 +250,17 @@ async fn handle(State(state): State<Shared>, request: Request) -> Response {
         return if parts.method == Method::GET && path.ends_with("/api/tags") {
             json_response(json!({"models": [{"name": "mock-model"}]}).to_string())
         } else if parts.method == Method::POST && path.ends_with("/embeddings") {
-            embeddings(&state.lock().requests[..])
+            let nth = state.lock().requests.iter().filter(|r| is_batch(r)).count();
+            let body = state.lock().requests.last().cloned();
+            let batch = body.as_ref().is_some_and(is_batch);
+            for _ in 0..6000 {
+                let open = state.lock().embeddings_open;
+                if !batch || open.is_none_or(|open| nth <= open) {
+                    return embeddings(body.as_slice());
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            (StatusCode::SERVICE_UNAVAILABLE, "held").into_response()
         } else if parts.method == Method::GET && path.ends_with("/models") {
             json_response(
                 json!({"object": "list", "data": [{"id": "mock-model", "object": "model"}]})
@@ -305,6 +329,14 @@ async fn handle(State(state): State<Shared>, request: Request) -> Response {
         WireApi::Anthropic => anthropic::render(action, stream),
         WireApi::Ollama => ollama::render(action, stream),
     }
+}
+
+/// Whether `request` asks for the embeddings of more than one text.
+fn is_batch(request: &RecordedRequest) -> bool {
+    request.path.ends_with("/embeddings")
+        && request.body["input"]
+            .as_array()
+            .is_some_and(|a| a.len() > 1)
 }
 
 /// An OpenAI-compatible `/embeddings` reply for the last recorded request: each input becomes

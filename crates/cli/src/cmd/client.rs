@@ -187,6 +187,11 @@ pub fn segment(text: &str) -> String {
 }
 
 /// Whether the pid in `reef.pid` is a live reef process.
+/// Whether a daemon serves this home: its address file is there and its process alive.
+pub fn daemon_running(config: &Config) -> bool {
+    config.home.join("reef.addr").is_file() && daemon_alive(&config.home.join("reef.pid"))
+}
+
 fn daemon_alive(pid_file: &std::path::Path) -> bool {
     std::fs::read_to_string(pid_file)
         .ok()

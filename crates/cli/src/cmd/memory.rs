@@ -20,6 +20,13 @@ pub async fn memory(overrides: &[String], command: MemoryCommand) -> anyhow::Res
     let config = home::load_config(overrides)?;
     let store = home::open_store(&config)?;
     let memory = reef_agent::memory(&config, store);
+    // Next to a running daemon, its background embedder embeds what waits: a search here
+    // answers at once instead of embedding a backlog on the way.
+    let memory = if crate::cmd::client::daemon_running(&config) {
+        memory.embedded_in_background()
+    } else {
+        memory
+    };
     match command {
         MemoryCommand::Add { text, tags, scope } => add(&memory, text, tags, &scope).await?,
         MemoryCommand::Search {
@@ -80,7 +87,10 @@ pub async fn memory(overrides: &[String], command: MemoryCommand) -> anyhow::Res
                 eprintln!("forgot memory #{id}");
             }
         }
-        MemoryCommand::Import { dir, tags, scope } => import(&memory, &dir, tags, &scope).await?,
+        MemoryCommand::Import { dir, tags, scope } => {
+            let daemon = crate::cmd::client::daemon_running(&config);
+            return import(&memory, &dir, tags, &scope, daemon).await;
+        }
     }
     Ok(crate::exit::OK)
 }
@@ -193,16 +203,30 @@ struct ImportReport {
     updated: usize,
     unchanged: usize,
     chunks: usize,
+    /// Chunks of the namespace embedded by this run.
+    embedded: usize,
+    /// Chunks of the namespace still without a vector when it ended.
+    waiting: u64,
+    interrupted: bool,
     skipped: Vec<String>,
     notes: Vec<String>,
 }
 
+/// Chunks embedded per step of an import (a step is never cut short by Ctrl-C).
+const IMPORT_BATCH: usize = 16;
+
+/// Imports the text files under `dir`: every file's text first (so keyword search has all of
+/// it at once), then the chunks without a vector, a batch at a time with the rate and the
+/// time left on stderr. Ctrl-C stops between batches; what was stored and embedded stays,
+/// and the same command goes on from there (unchanged files are not read again, embedded
+/// chunks not embedded again). Next to a running daemon the embedding is left to it.
 async fn import(
     memory: &Memory,
     dir: &Path,
     tags: Vec<String>,
     scope: &MemoryScopeArgs,
-) -> anyhow::Result<()> {
+    daemon: bool,
+) -> anyhow::Result<u8> {
     if !dir.is_dir() {
         return Err(Exit::usage(format!(
             "DIR: {} is not a directory",
@@ -218,27 +242,10 @@ async fn import(
     files.sort();
     let mut report = ImportReport::default();
     for path in files {
-        let source = path.display().to_string();
-        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        if size > MAX_IMPORT_BYTES {
-            report.skipped.push(format!("{source}: larger than 8 MiB"));
+        let Some(text) = read_text(&path, &mut report.skipped) else {
             continue;
-        }
-        let text = match std::fs::read(&path).map(String::from_utf8) {
-            Ok(Ok(text)) if !text.trim().is_empty() => text,
-            Ok(Ok(_)) => {
-                report.skipped.push(format!("{source}: empty"));
-                continue;
-            }
-            Ok(Err(_)) => {
-                report.skipped.push(format!("{source}: not UTF-8 text"));
-                continue;
-            }
-            Err(e) => {
-                report.skipped.push(format!("{source}: {e}"));
-                continue;
-            }
         };
+        let source = path.display().to_string();
         let previous = memory.store().memory_by_source(&namespace, &source).await?;
         match &previous {
             Some((_, old)) if *old == text => {
@@ -254,36 +261,163 @@ async fn import(
             }
             None => report.added += 1,
         }
-        let saved = memory
-            .save(NewMemory {
+        let item = memory
+            .save_text(NewMemory {
                 namespace: namespace.clone(),
                 text,
                 tags: tags.clone(),
                 source: Some(source),
             })
             .await?;
-        report.chunks += saved.item.chunks;
-        if let Some(note) = saved.note
-            && !report.notes.contains(&note)
-        {
-            report.notes.push(note);
-        }
+        report.chunks += item.chunks;
     }
+    embed_imported(memory, &namespace, daemon, scope.json, &mut report).await?;
     if scope.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for skipped in &report.skipped {
+            eprintln!("skipped {skipped}");
+        }
+        for note in &report.notes {
+            eprintln!("note: {note}");
+        }
+        println!(
+            "imported into {namespace}: {} new, {} updated, {} unchanged file(s); {} chunk(s); {} embedded, {} waiting",
+            report.added,
+            report.updated,
+            report.unchanged,
+            report.chunks,
+            report.embedded,
+            report.waiting
+        );
+    }
+    Ok(if report.interrupted {
+        crate::exit::INTERRUPTED
+    } else {
+        crate::exit::OK
+    })
+}
+
+/// A file's text, or `None` with the reason added to `skipped`.
+fn read_text(path: &Path, skipped: &mut Vec<String>) -> Option<String> {
+    let source = path.display();
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if size > MAX_IMPORT_BYTES {
+        skipped.push(format!("{source}: larger than 8 MiB"));
+        return None;
+    }
+    match std::fs::read(path).map(String::from_utf8) {
+        Ok(Ok(text)) if !text.trim().is_empty() => Some(text),
+        Ok(Ok(_)) => {
+            skipped.push(format!("{source}: empty"));
+            None
+        }
+        Ok(Err(_)) => {
+            skipped.push(format!("{source}: not UTF-8 text"));
+            None
+        }
+        Err(e) => {
+            skipped.push(format!("{source}: {e}"));
+            None
+        }
+    }
+}
+
+/// Embeds the namespace's chunks that have no vector, with progress, until done, Ctrl-C, or
+/// an embedder failure (which leaves them to a later import, search or the daemon).
+async fn embed_imported(
+    memory: &Memory,
+    namespace: &str,
+    daemon: bool,
+    quiet: bool,
+    report: &mut ImportReport,
+) -> anyhow::Result<()> {
+    if let Err(why) = memory.embedder() {
+        report.notes.push(format!("keyword search only: {why}"));
         return Ok(());
     }
-    for skipped in &report.skipped {
-        eprintln!("skipped {skipped}");
+    let total = waiting(memory, namespace).await?;
+    if daemon {
+        report.waiting = total;
+        if total > 0 {
+            report.notes.push(format!(
+                "the daemon embeds the {total} chunk(s) without a vector in the background; \
+                 searches answer meanwhile, by keyword for those"
+            ));
+        }
+        return Ok(());
     }
-    for note in &report.notes {
-        eprintln!("note: {note}");
+    let started = std::time::Instant::now();
+    let mut last_shown = started;
+    let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
+    let namespaces = vec![namespace.to_owned()];
+    while (report.embedded as u64) < total {
+        let step = tokio::select! {
+            step = memory.embed_pending(namespaces.clone(), IMPORT_BATCH) => step,
+            _ = &mut interrupt => {
+                report.interrupted = true;
+                break;
+            }
+        };
+        match step {
+            Ok((done, more)) => {
+                report.embedded += done;
+                if !quiet && (last_shown.elapsed().as_secs_f64() >= 1.0 || !more) {
+                    last_shown = std::time::Instant::now();
+                    eprintln!(
+                        "{}",
+                        progress(report.embedded as u64, total, started.elapsed())
+                    );
+                }
+                if !more || done == 0 {
+                    break;
+                }
+            }
+            Err(e) => {
+                report.notes.push(format!(
+                    "embedding stopped ({e}); the rest is found by keyword until the same \
+                     import, a search or the daemon embeds it"
+                ));
+                break;
+            }
+        }
     }
-    println!(
-        "imported into {namespace}: {} new, {} updated, {} unchanged file(s); {} chunk(s)",
-        report.added, report.updated, report.unchanged, report.chunks
-    );
+    report.waiting = waiting(memory, namespace).await?;
+    if report.interrupted {
+        report.notes.push(format!(
+            "interrupted: {} chunk(s) embedded, {} waiting; run the same command again to go \
+             on (nothing done is done again)",
+            report.embedded, report.waiting
+        ));
+    }
     Ok(())
+}
+
+/// Chunks of `namespace` without a vector from the embedder (0 without one).
+async fn waiting(memory: &Memory, namespace: &str) -> anyhow::Result<u64> {
+    let Ok(embedder) = memory.embedder() else {
+        return Ok(0);
+    };
+    let c = memory
+        .store()
+        .vector_coverage(embedder.id(), vec![namespace.to_owned()])
+        .await?;
+    Ok(c.chunks.saturating_sub(c.embedded))
+}
+
+/// `embedding 640/12000 chunks (5%), 5.1 chunks/s, about 37m left`.
+fn progress(done: u64, total: u64, elapsed: std::time::Duration) -> String {
+    let rate = done as f64 / elapsed.as_secs_f64().max(1e-3);
+    let left = if rate > 0.0 {
+        let secs = (total.saturating_sub(done)) as f64 / rate;
+        format!(", about {} left", crate::render::duration_words(secs))
+    } else {
+        String::new()
+    };
+    format!(
+        "embedding {done}/{total} chunks ({}%), {rate:.1} chunks/s{left}",
+        done * 100 / total.max(1)
+    )
 }
 
 /// Text files under `dir`, skipping hidden entries.

@@ -458,3 +458,183 @@ fn memory_saved_before_the_model_is_pulled_is_embedded_once_it_is() {
     assert_eq!(after["note"], Value::Null, "{after}");
     assert!(hit_texts(&after)[0].contains("June 3"));
 }
+
+/// An import of 40 files is stopped with Ctrl-C (SIGINT) while the provider holds its third
+/// embedding request: the 32 chunks embedded stay, the command says how to go on, and the same
+/// command embeds only the 8 left — no text is sent to the embedder twice.
+#[test]
+fn an_interrupted_import_goes_on_where_it_stopped() {
+    let mock = reef_test_support::MockLlm::start_blocking(Vec::new());
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}\n[memory]\nembedder = \"provider:main\"\nembedding_model = \"mock-embed\"\n",
+        crate::config_for(&mock, "openai-chat", false)
+    ));
+    let notes = home.workspace().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    for i in 0..40 {
+        std::fs::write(
+            notes.join(format!("note-{i:02}.md")),
+            format!("Note {i}: the rack {i} fan was replaced."),
+        )
+        .unwrap();
+    }
+    let embedded = |mock: &reef_test_support::MockLlm| -> Vec<String> {
+        mock.requests()
+            .into_iter()
+            .filter(|r| r.path.ends_with("/embeddings"))
+            .flat_map(|r| {
+                r.body["input"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    mock.hold_embedding_batches_after(Some(2));
+    let reef_bin = reef(&home).get_program().to_owned();
+    let child = std::process::Command::new(reef_bin)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("REEF_HOME", home.reef_home())
+        .env("MOCK_API_KEY", "sk-mock")
+        .current_dir(home.workspace())
+        .args(["memory", "import", "notes", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The third request (texts 33 to 40) is being held.
+    for _ in 0..3000 {
+        if mock
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/embeddings"))
+            .count()
+            == 3
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(embedded(&mock).len(), 40, "three batches were asked for");
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["added"], 40, "{report}");
+    assert_eq!(report["embedded"], 32, "{report}");
+    assert_eq!(report["waiting"], 8, "{report}");
+    assert_eq!(report["interrupted"], true, "{report}");
+    assert!(
+        report["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("run the same command again"),
+        "{report}"
+    );
+
+    mock.hold_embedding_batches_after(None);
+    let before = embedded(&mock);
+    let out = reef(&home)
+        .env("MOCK_API_KEY", "sk-mock")
+        .args(["memory", "import", "notes", "--json"])
+        .assert()
+        .success();
+    let report = json(&out);
+    assert_eq!(report["unchanged"], 40, "{report}");
+    assert_eq!(report["embedded"], 8, "{report}");
+    assert_eq!(report["waiting"], 0, "{report}");
+    let again: Vec<String> = embedded(&mock)[before.len()..].to_vec();
+    assert_eq!(again.len(), 8, "{again:?}");
+    // The held batch's texts, and nothing embedded before.
+    assert_eq!(again, before[32..].to_vec());
+    let search = reef(&home)
+        .env("MOCK_API_KEY", "sk-mock")
+        .args(["memory", "search", "rack 39 fan", "--json"])
+        .assert()
+        .success();
+    let outcome = json(&search);
+    assert_eq!(outcome["mode"], "hybrid", "{outcome}");
+    assert_eq!(outcome["note"], Value::Null, "{outcome}");
+}
+
+/// Next to a running daemon, an import stores the text and leaves the embedding to the
+/// daemon's background embedder; a search meanwhile answers at once (its query embedded, the
+/// waiting chunks found by keyword) and says what waits; once the daemon has embedded them,
+/// search is hybrid with nothing waiting.
+#[tokio::test]
+async fn next_to_a_daemon_an_import_is_embedded_in_the_background() {
+    let mock = reef_test_support::MockLlm::start_blocking(Vec::new());
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "[model]\ndefault = \"main\"\n\n[providers.main]\nwire_api = \"openai-chat\"\n\
+         base_url = \"{}\"\nmodel = \"mock-model\"\n\n[memory]\nembedder = \"provider:main\"\n\
+         embedding_model = \"mock-embed\"\n",
+        mock.base_url()
+    ));
+    let notes = home.workspace().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    for i in 0..5 {
+        std::fs::write(
+            notes.join(format!("note-{i}.md")),
+            format!("Note {i}: the rack {i} fan was replaced."),
+        )
+        .unwrap();
+    }
+    mock.hold_embedding_batches_after(Some(0));
+    let _daemon = crate::daemon::Daemon::start(&home).await;
+    let run = |args: &'static [&'static str]| {
+        let home = &home;
+        let out = reef(home).args(args).assert().success();
+        json(&out)
+    };
+    let report = run(&["memory", "import", "notes", "--json"]);
+    assert_eq!(report["added"], 5, "{report}");
+    assert_eq!(report["embedded"], 0, "{report}");
+    assert_eq!(report["waiting"], 5, "{report}");
+    assert!(
+        report["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("the daemon embeds the 5 chunk(s)"),
+        "{report}"
+    );
+    // The daemon's first batch is held: the chunks wait, and a search does not.
+    let outcome = run(&["memory", "search", "rack 3 fan", "--json"]);
+    assert_eq!(outcome["mode"], "hybrid", "{outcome}");
+    assert!(hit_texts(&outcome)[0].contains("rack 3"), "{outcome}");
+    let note = outcome["note"].as_str().unwrap();
+    assert!(
+        note.contains("5 of 5 chunks have no vector yet") && note.contains("background"),
+        "{note}"
+    );
+    mock.hold_embedding_batches_after(None);
+    let mut settled = Value::Null;
+    for _ in 0..600 {
+        settled = run(&["memory", "search", "rack 3 fan", "--json"]);
+        if settled["note"].is_null() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(settled["note"], Value::Null, "{settled}");
+    assert!(hit_texts(&settled)[0].contains("rack 3"), "{settled}");
+    // The daemon embedded each text once: the batch it was held on.
+    let batches: Vec<_> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.path.ends_with("/embeddings") && r.body["input"].as_array().unwrap().len() > 1
+        })
+        .collect();
+    assert_eq!(batches.len(), 1, "{batches:?}");
+    assert_eq!(batches[0].body["input"].as_array().unwrap().len(), 5);
+}
