@@ -17,6 +17,7 @@ mod handlers;
 mod hooks;
 mod host;
 mod mcp;
+mod memory;
 mod metrics;
 mod openai;
 mod openapi;

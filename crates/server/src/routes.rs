@@ -407,6 +407,16 @@ pub(crate) fn table() -> Vec<Route> {
             post(h::cancel),
         ),
         route(
+            "post",
+            "/v1/memory/search",
+            "searchMemory",
+            "Long-term memory searched with the daemon's index (keyword, vector or hybrid)",
+            &[],
+            Some(schema::<crate::memory::MemorySearchBody>),
+            (200, Some(schema::<crate::memory::MemorySearchView>)),
+            post(crate::memory::search),
+        ),
+        route(
             "get",
             "/v1/sessions",
             "listSessions",

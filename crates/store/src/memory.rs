@@ -68,7 +68,7 @@ pub struct MemoryQuery {
 }
 
 /// One matching chunk, best first.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct MemoryHit {
     pub item_id: i64,
     pub chunk_id: i64,

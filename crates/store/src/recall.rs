@@ -21,7 +21,7 @@ const EMBED_BATCH: usize = 64;
 const SEARCH_BACKFILL: usize = 256;
 
 /// How a search ranks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
     /// Keyword and vector rankings fused.
@@ -72,7 +72,7 @@ pub struct SearchRequest {
 
 /// What a search found, how it ranked, and anything the caller should know (no embedder, or
 /// chunks not embedded yet).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct SearchOutcome {
     pub mode: SearchMode,
     pub hits: Vec<MemoryHit>,

@@ -6,7 +6,7 @@ use crate::exit::Exit;
 use crate::home;
 use crate::render::clip;
 use anyhow::Context as _;
-use reef_store::{Memory, NewMemory, SHARED_NAMESPACE, SearchRequest};
+use reef_store::{Memory, NewMemory, SHARED_NAMESPACE, SearchOutcome, SearchRequest};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -47,7 +47,12 @@ pub async fn memory(overrides: &[String], command: MemoryCommand) -> anyhow::Res
                 limit: limit as usize,
                 mode: mode.parse()?,
             };
-            search(&memory, request, scope.json).await?;
+            let outcome = if crate::cmd::client::daemon_running(&config) {
+                ask_daemon(&config, &request).await?
+            } else {
+                memory.search(request).await?
+            };
+            show(&outcome, scope.json)?;
         }
         MemoryCommand::List { limit, scope } => {
             let items = memory
@@ -160,8 +165,30 @@ async fn add(
     Ok(())
 }
 
-async fn search(memory: &Memory, request: SearchRequest, json: bool) -> anyhow::Result<()> {
-    let outcome = memory.search(request).await?;
+/// The daemon's search (`POST /v1/memory/search`): its index is in RAM already, and its
+/// background embedder's backlog is in the note.
+async fn ask_daemon(
+    config: &reef_config::Config,
+    request: &SearchRequest,
+) -> anyhow::Result<SearchOutcome> {
+    let client = crate::cmd::client::Client::connect(config)?;
+    let reply = client
+        .post(
+            "/v1/memory/search",
+            Some(serde_json::json!({
+                "query": request.text,
+                "namespaces": request.namespaces,
+                "limit": request.limit,
+                "mode": request.mode.to_string(),
+                "tags": request.tags,
+                "since": request.since,
+            })),
+        )
+        .await?;
+    serde_json::from_value(reply).context("the daemon's memory search answer is malformed")
+}
+
+fn show(outcome: &SearchOutcome, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
         return Ok(());

@@ -567,9 +567,9 @@ fn an_interrupted_import_goes_on_where_it_stopped() {
 }
 
 /// Next to a running daemon, an import stores the text and leaves the embedding to the
-/// daemon's background embedder; a search meanwhile answers at once (its query embedded, the
-/// waiting chunks found by keyword) and says what waits; once the daemon has embedded them,
-/// search is hybrid with nothing waiting.
+/// daemon's background embedder; a search, asked of the daemon, meanwhile answers at once (its
+/// query embedded, the waiting chunks found by keyword) and says what waits; once the daemon
+/// has embedded them, search is hybrid with nothing waiting.
 #[tokio::test]
 async fn next_to_a_daemon_an_import_is_embedded_in_the_background() {
     let mock = reef_test_support::MockLlm::start_blocking(Vec::new());
@@ -615,6 +615,18 @@ async fn next_to_a_daemon_an_import_is_embedded_in_the_background() {
     assert!(
         note.contains("5 of 5 chunks have no vector yet") && note.contains("background"),
         "{note}"
+    );
+    // The CLI asked the daemon, which has the index in RAM, rather than loading its own.
+    let out = reef(&home)
+        .args(["audit", "query", "--kind", "api.request", "--json"])
+        .assert()
+        .success();
+    let asked: Vec<Value> = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert!(
+        asked
+            .iter()
+            .any(|r| r["data"]["path"] == "/v1/memory/search" && r["data"]["status"] == 200),
+        "{asked:?}"
     );
     mock.hold_embedding_batches_after(None);
     let mut settled = Value::Null;
