@@ -38,6 +38,20 @@ pub struct VectorCoverage {
 /// search runs beside it.
 pub(crate) type SharedIndex = Arc<RwLock<Option<VectorIndex>>>;
 
+/// The ids of the chunks without a vector from embedder `?1`, as a `pending` table: three
+/// index ranges on `embedder` (NULL, below, above), materialised first and driving the joins
+/// that follow (CROSS JOIN fixes the order), so a store whose chunks are all embedded
+/// answers from the index without reading a row.
+macro_rules! pending_chunks {
+    () => {
+        "WITH pending AS MATERIALIZED (
+             SELECT id FROM memory_chunks WHERE embedder IS NULL
+             UNION ALL SELECT id FROM memory_chunks WHERE embedder < ?1
+             UNION ALL SELECT id FROM memory_chunks WHERE embedder > ?1)
+         "
+    };
+}
+
 /// How often this store's vector index was read whole from the database, and how often it
 /// caught up with another connection's writes by reading only what changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -247,20 +261,14 @@ impl Store {
         let embedder = embedder.to_owned();
         let limit = limit.clamp(1, 100_000) as i64;
         self.run(move |db| {
-            // Three index ranges on `embedder` (NULL, below, above), materialised first and
-            // driving the joins (CROSS JOIN fixes the order): a store whose chunks are all
-            // embedded answers from the index without reading a row.
-            let mut stmt = db.conn.prepare_cached(
-                "WITH pending AS MATERIALIZED (
-                     SELECT id FROM memory_chunks WHERE embedder IS NULL
-                     UNION ALL SELECT id FROM memory_chunks WHERE embedder < ?1
-                     UNION ALL SELECT id FROM memory_chunks WHERE embedder > ?1)
-                 SELECT c.id, c.text FROM pending
+            let mut stmt = db.conn.prepare_cached(concat!(
+                pending_chunks!(),
+                "SELECT c.id, c.text FROM pending
                  CROSS JOIN memory_chunks c ON c.id = pending.id
                  CROSS JOIN memory_items i ON i.id = c.item_id
                  WHERE i.namespace IN (SELECT value FROM json_each(?2))
-                 ORDER BY c.id LIMIT ?3",
-            )?;
+                 ORDER BY c.id LIMIT ?3"
+            ))?;
             let rows = stmt
                 .query_map(params![embedder, namespaces, limit], |r| {
                     Ok((r.get(0)?, r.get(1)?))
@@ -275,16 +283,13 @@ impl Store {
     pub async fn namespaces_to_embed(&self, embedder: &str) -> Result<Vec<String>, StoreError> {
         let embedder = embedder.to_owned();
         self.run(move |db| {
-            let mut stmt = db.conn.prepare_cached(
-                "WITH pending AS MATERIALIZED (
-                     SELECT id FROM memory_chunks WHERE embedder IS NULL
-                     UNION ALL SELECT id FROM memory_chunks WHERE embedder < ?1
-                     UNION ALL SELECT id FROM memory_chunks WHERE embedder > ?1)
-                 SELECT DISTINCT i.namespace FROM pending
+            let mut stmt = db.conn.prepare_cached(concat!(
+                pending_chunks!(),
+                "SELECT DISTINCT i.namespace FROM pending
                  CROSS JOIN memory_chunks c ON c.id = pending.id
                  CROSS JOIN memory_items i ON i.id = c.item_id
-                 ORDER BY i.namespace",
-            )?;
+                 ORDER BY i.namespace"
+            ))?;
             let rows = stmt
                 .query_map(params![embedder], |r| r.get(0))?
                 .collect::<Result<Vec<String>, _>>()?;

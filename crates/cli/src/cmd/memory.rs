@@ -20,13 +20,9 @@ pub async fn memory(overrides: &[String], command: MemoryCommand) -> anyhow::Res
     let config = home::load_config(overrides)?;
     let store = home::open_store(&config)?;
     let memory = reef_agent::memory(&config, store);
-    // Next to a running daemon, its background embedder embeds what waits: a search here
-    // answers at once instead of embedding a backlog on the way.
-    let memory = if crate::cmd::client::daemon_running(&config) {
-        memory.embedded_in_background()
-    } else {
-        memory
-    };
+    // Next to a running daemon, searches are the daemon's and embedding is its background
+    // embedder's.
+    let daemon = crate::cmd::client::daemon_running(&config);
     match command {
         MemoryCommand::Add { text, tags, scope } => add(&memory, text, tags, &scope).await?,
         MemoryCommand::Search {
@@ -47,7 +43,7 @@ pub async fn memory(overrides: &[String], command: MemoryCommand) -> anyhow::Res
                 limit: limit as usize,
                 mode: mode.parse()?,
             };
-            let outcome = if crate::cmd::client::daemon_running(&config) {
+            let outcome = if daemon {
                 ask_daemon(&config, &request).await?
             } else {
                 memory.search(request).await?
@@ -93,7 +89,6 @@ pub async fn memory(overrides: &[String], command: MemoryCommand) -> anyhow::Res
             }
         }
         MemoryCommand::Import { dir, tags, scope } => {
-            let daemon = crate::cmd::client::daemon_running(&config);
             return import(&memory, &dir, tags, &scope, daemon).await;
         }
     }

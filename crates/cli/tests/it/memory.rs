@@ -459,6 +459,19 @@ fn memory_saved_before_the_model_is_pulled_is_embedded_once_it_is() {
     assert!(hit_texts(&after)[0].contains("June 3"));
 }
 
+/// `count` one-line notes in the workspace's `notes/`, `note-00.md` on, one chunk each.
+fn write_rack_notes(home: &TestHome, count: usize) {
+    let notes = home.workspace().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    for i in 0..count {
+        std::fs::write(
+            notes.join(format!("note-{i:02}.md")),
+            format!("Note {i}: the rack {i} fan was replaced."),
+        )
+        .unwrap();
+    }
+}
+
 /// An import of 40 files is stopped with Ctrl-C (SIGINT) while the provider holds its third
 /// embedding request: the 32 chunks embedded stay, the command says how to go on, and the same
 /// command embeds only the 8 left — no text is sent to the embedder twice.
@@ -470,15 +483,7 @@ fn an_interrupted_import_goes_on_where_it_stopped() {
         "{}\n[memory]\nembedder = \"provider:main\"\nembedding_model = \"mock-embed\"\n",
         crate::config_for(&mock, "openai-chat", false)
     ));
-    let notes = home.workspace().join("notes");
-    std::fs::create_dir_all(&notes).unwrap();
-    for i in 0..40 {
-        std::fs::write(
-            notes.join(format!("note-{i:02}.md")),
-            format!("Note {i}: the rack {i} fan was replaced."),
-        )
-        .unwrap();
-    }
+    write_rack_notes(&home, 40);
     let embedded = |mock: &reef_test_support::MockLlm| -> Vec<String> {
         mock.requests()
             .into_iter()
@@ -580,15 +585,7 @@ async fn next_to_a_daemon_an_import_is_embedded_in_the_background() {
          embedding_model = \"mock-embed\"\n",
         mock.base_url()
     ));
-    let notes = home.workspace().join("notes");
-    std::fs::create_dir_all(&notes).unwrap();
-    for i in 0..5 {
-        std::fs::write(
-            notes.join(format!("note-{i}.md")),
-            format!("Note {i}: the rack {i} fan was replaced."),
-        )
-        .unwrap();
-    }
+    write_rack_notes(&home, 5);
     mock.hold_embedding_batches_after(Some(0));
     let _daemon = crate::daemon::Daemon::start(&home).await;
     let run = |args: &'static [&'static str]| {
