@@ -32,7 +32,16 @@ async fn every_turn_is_a_job_and_a_stuck_one_fails_with_its_reason() {
         e.iter().any(|e| e.kind == "turn.ended")
     })
     .await;
-    let done = rt.list_jobs(Some(JobState::Completed), 10).await.unwrap();
+    // The turn's job ends in the transaction that finishes its message, which may commit
+    // just after `turn.ended` is seen.
+    let mut done = Vec::new();
+    for _ in 0..500 {
+        done = rt.list_jobs(Some(JobState::Completed), 10).await.unwrap();
+        if !done.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(done.len(), 1);
     assert_eq!(done[0].kind, JobKind::Turn);
     assert_eq!(done[0].result.as_deref(), Some("fine"));
