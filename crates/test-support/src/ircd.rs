@@ -117,8 +117,10 @@ impl Ngircd {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.program.display()));
         self.child = Some(child);
+        // Ready means a client gets through registration: a listening port alone is not
+        // (a connection made just after ngircd binds its port can be reset).
         for _ in 0..200 {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            if welcomes(self.port) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -231,6 +233,36 @@ fn find_ngircd() -> PathBuf {
         .unwrap_or_else(|| {
             panic!("ngircd is not installed; install it with: apt-get install -y ngircd")
         })
+}
+
+/// Whether a client that registers on `port` is welcomed (the end of the MOTD, or no MOTD).
+fn welcomes(port: u16) -> bool {
+    use std::io::{BufRead as _, Write as _};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    if stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .is_err()
+        || stream
+            .write_all(b"NICK reefprobe\r\nUSER reefprobe 0 * :readiness probe\r\n")
+            .is_err()
+    {
+        return false;
+    }
+    let Ok(read) = stream.try_clone() else {
+        return false;
+    };
+    for line in std::io::BufReader::new(read).lines() {
+        let Ok(line) = line else {
+            return false;
+        };
+        let command = line.split(' ').nth(1).unwrap_or_default();
+        if command == "376" || command == "422" {
+            return stream.write_all(b"QUIT\r\n").is_ok();
+        }
+    }
+    false
 }
 
 fn free_port() -> u16 {
