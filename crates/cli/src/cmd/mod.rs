@@ -1,9 +1,9 @@
 //! One module per subcommand; `dispatch` routes the parsed command line to it.
 
-#[cfg(feature = "local")]
 mod agent_suite;
 mod agents;
 mod audit;
+#[cfg(feature = "local")]
 mod bench;
 mod bench_agent;
 mod bench_dashboard;
