@@ -20,6 +20,12 @@ pub const RERANKED_PER_HIT: usize = 20;
 /// The fewest rows a quantised search scores exactly.
 pub const MIN_RERANKED: usize = 200;
 
+/// From this many rows a scan is split among threads.
+pub const PARALLEL_FROM: usize = 20_000;
+
+/// The most threads one scan uses.
+pub const SCAN_THREADS: usize = 4;
+
 /// The rows a quantised search for `k` hits scores exactly.
 pub fn reranked_for(k: usize) -> usize {
     k.saturating_mul(RERANKED_PER_HIT).max(MIN_RERANKED)
@@ -149,29 +155,19 @@ impl VectorMatrix {
             Scan::Auto if rows < APPROXIMATE_FROM => None,
             Scan::Auto => Some(reranked_for(k)),
         };
-        let exact =
-            |row: usize| crate::vectors::dot(query, &self.data[row * self.dims..][..self.dims]);
+        let dims = self.dims;
+        let exact = |row: usize| crate::vectors::dot(query, &self.data[row * dims..][..dims]);
         let best = match reranked {
             Some(r) if r < rows => {
-                let mut q = Vec::with_capacity(self.dims);
+                let mut q = Vec::with_capacity(dims);
                 quantize(query, &mut q);
-                let dims = self.dims;
-                let candidates = best_rows(
-                    self.quant
-                        .chunks_exact(dims.max(1))
-                        .enumerate()
-                        .filter(|&(row, _)| in_scope(row))
-                        .map(|(row, x)| (dot_i8(x, &q) as f32 * self.scales[row], row)),
-                    r,
-                );
+                let rough = |row: usize| {
+                    dot_i8(&self.quant[row * dims..][..dims], &q) as f32 * self.scales[row]
+                };
+                let candidates = self.best_of(r, &in_scope, &rough);
                 best_rows(candidates.into_iter().map(|(_, row)| (exact(row), row)), k)
             }
-            _ => best_rows(
-                (0..self.len())
-                    .filter(|&r| in_scope(r))
-                    .map(|row| (exact(row), row)),
-                k,
-            ),
+            _ => self.best_of(k, &in_scope, &exact),
         };
         let mut best: Vec<(f32, i64)> = best
             .into_iter()
@@ -179,6 +175,43 @@ impl VectorMatrix {
             .collect();
         best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         best
+    }
+
+    /// The `k` best rows in scope by `score`, in no order. From [`PARALLEL_FROM`] rows the
+    /// matrix is split among up to [`SCAN_THREADS`] threads, each keeping its own best `k`.
+    fn best_of<S, F>(&self, k: usize, in_scope: &S, score: &F) -> Vec<(f32, usize)>
+    where
+        S: Fn(usize) -> bool + Sync,
+        F: Fn(usize) -> f32 + Sync,
+    {
+        let n = self.len();
+        let part = |rows: std::ops::Range<usize>| {
+            best_rows(rows.filter(|&r| in_scope(r)).map(|r| (score(r), r)), k)
+        };
+        let threads = if n >= PARALLEL_FROM {
+            std::thread::available_parallelism().map_or(1, |t| t.get().min(SCAN_THREADS))
+        } else {
+            1
+        };
+        if threads <= 1 {
+            return part(0..n);
+        }
+        let size = n.div_ceil(threads);
+        let part = &part;
+        let found = std::thread::scope(|s| {
+            let others: Vec<_> = (1..threads)
+                .map(|t| s.spawn(move || part(t * size..((t + 1) * size).min(n))))
+                .collect();
+            let mut found = part(0..size);
+            for other in others {
+                match other.join() {
+                    Ok(best) => found.extend(best),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            found
+        });
+        best_rows(found.into_iter(), k)
     }
 }
 
@@ -253,7 +286,7 @@ impl Ord for MinScore {
 
 #[cfg(test)]
 mod tests {
-    use super::{Scan, VectorMatrix};
+    use super::{PARALLEL_FROM, Scan, VectorMatrix};
 
     fn unit(seed: &mut u64, dims: usize) -> Vec<f32> {
         let mut v: Vec<f32> = (0..dims)
@@ -305,5 +338,41 @@ mod tests {
         let hit = m.top(&target, &[true], 1, Scan::Quantized { reranked: 20 });
         assert_eq!(hit[0].1, 1500);
         assert!((hit[0].0 - 1.0).abs() < 1e-4);
+    }
+
+    #[test]
+    fn a_scan_split_among_threads_finds_what_one_thread_finds() {
+        let mut seed = 11u64;
+        let dims = 16;
+        let mut m = VectorMatrix::new(dims);
+        let n = PARALLEL_FROM + 4321;
+        for id in 0..n {
+            m.push(id as i64, (id % 3) as u32, &unit(&mut seed, dims));
+        }
+        let q = unit(&mut seed, dims);
+        // The best 10 of groups 0 and 2, by brute force over every row.
+        let mut want: Vec<(f32, i64)> = (0..n)
+            .filter(|id| id % 3 != 1)
+            .map(|id| {
+                let row = &m.data[id * dims..(id + 1) * dims];
+                (
+                    row.iter().zip(&q).map(|(a, b)| a * b).sum::<f32>(),
+                    id as i64,
+                )
+            })
+            .collect();
+        want.sort_by(|a, b| b.0.total_cmp(&a.0));
+        want.truncate(10);
+        let got = m.top(&q, &[true, false, true], 10, Scan::Exact);
+        let ids = |v: &[(f32, i64)]| v.iter().map(|h| h.1).collect::<Vec<_>>();
+        assert_eq!(ids(&got), ids(&want));
+        // The quantised scan, split the same way, re-ranks its way to the same rows.
+        let quantized = m.top(
+            &q,
+            &[true, false, true],
+            10,
+            Scan::Quantized { reranked: 2000 },
+        );
+        assert_eq!(ids(&quantized), ids(&want));
     }
 }
