@@ -1,6 +1,8 @@
-//! The BERT encoder of all-MiniLM-L6-v2 and its sentence pooling: token, position and type
-//! embeddings, self-attention layers with GELU feed-forward blocks, then the mean of the token
-//! states under the attention mask, scaled to unit length.
+//! The reference BERT encoder of all-MiniLM-L6-v2, built from candle's layers over padded
+//! batches: token, position and type embeddings, self-attention layers with GELU feed-forward
+//! blocks, then the mean of the token states under the attention mask, scaled to unit length.
+//! reef embeds with the fused encoder (`encoder.rs`); this one is what it is checked and
+//! measured against.
 
 use candle_core::{DType, Device, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
@@ -29,6 +31,31 @@ fn default_act() -> String {
     "gelu".to_owned()
 }
 
+impl BertConfig {
+    /// Whether both encoders can run this config.
+    pub(crate) fn check(&self) -> std::result::Result<(), String> {
+        if self.hidden_act != "gelu" {
+            return Err(format!("hidden_act `{}` is not supported", self.hidden_act));
+        }
+        if self.num_attention_heads == 0
+            || !self.hidden_size.is_multiple_of(self.num_attention_heads)
+        {
+            return Err("hidden_size is not a multiple of num_attention_heads".into());
+        }
+        let sizes = [
+            ("vocab_size", self.vocab_size),
+            ("hidden_size", self.hidden_size),
+            ("intermediate_size", self.intermediate_size),
+            ("max_position_embeddings", self.max_position_embeddings),
+            ("type_vocab_size", self.type_vocab_size),
+        ];
+        if let Some((field, _)) = sizes.iter().find(|(_, size)| *size == 0) {
+            return Err(format!("{field} is 0"));
+        }
+        Ok(())
+    }
+}
+
 struct Layer {
     query: Linear,
     key: Linear,
@@ -49,20 +76,12 @@ pub(crate) struct Bert {
     layers: Vec<Layer>,
     heads: usize,
     head_dim: usize,
-    pub(crate) max_positions: usize,
 }
 
 impl Bert {
     pub(crate) fn load(vb: VarBuilder<'_>, config: &BertConfig) -> Result<Self> {
-        if config.hidden_act != "gelu" {
-            candle_core::bail!("hidden_act `{}` is not supported", config.hidden_act);
-        }
-        if config.num_attention_heads == 0
-            || !config
-                .hidden_size
-                .is_multiple_of(config.num_attention_heads)
-        {
-            candle_core::bail!("hidden_size is not a multiple of num_attention_heads");
+        if let Err(message) = config.check() {
+            candle_core::bail!("{message}");
         }
         let h = config.hidden_size;
         let eps = config.layer_norm_eps;
@@ -94,7 +113,6 @@ impl Bert {
             layers,
             heads: config.num_attention_heads,
             head_dim: h / config.num_attention_heads,
-            max_positions: config.max_position_embeddings,
         })
     }
 

@@ -2,14 +2,16 @@
 //! the encoder on its own thread pool, so the number of cores it uses is fixed at load.
 
 use crate::bert::{Bert, BertConfig, device};
+use crate::encoder::Encoder;
 use crate::error::EmbedError;
+use crate::kernels::Threads;
 use async_trait::async_trait;
 use candle_core::{DType, Tensor};
 use candle_nn::VarBuilder;
 use reef_core::{Embedder, ModelError, ModelErrorKind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
 
 /// Tokens per text the encoder sees; longer texts are truncated (the model was trained on 256).
 const MAX_TOKENS: usize = 256;
@@ -45,8 +47,25 @@ impl ModelFiles {
     }
 }
 
+/// Which implementation of the encoder computes the vectors. Both compute the same function
+/// (to float rounding); `Fused` is several times faster and is what reef uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// reef's own forward pass over unpadded batches (`encoder.rs`).
+    #[default]
+    Fused,
+    /// candle's layers over padded batches (`bert.rs`): the reference the fused encoder is
+    /// checked and benchmarked against.
+    Reference,
+}
+
+enum Model {
+    Fused(Encoder),
+    Reference(Bert),
+}
+
 struct Inner {
-    bert: Bert,
+    model: Model,
     tokenizer: Tokenizer,
     pool: rayon::ThreadPool,
     dimensions: usize,
@@ -70,8 +89,19 @@ impl std::fmt::Debug for LocalEmbedder {
 }
 
 impl LocalEmbedder {
-    /// Loads model `name` from `files`, computing on `threads` threads (at least 1).
+    /// Loads model `name` from `files`, computing on `threads` threads (at least 1) with the
+    /// fused encoder.
     pub fn load(name: &str, files: &ModelFiles, threads: usize) -> Result<Self, EmbedError> {
+        Self::load_engine(name, files, threads, Engine::Fused)
+    }
+
+    /// Loads model `name` to run on `engine`.
+    pub fn load_engine(
+        name: &str,
+        files: &ModelFiles,
+        threads: usize,
+        engine: Engine,
+    ) -> Result<Self, EmbedError> {
         if let Some(path) = files.missing() {
             return Err(EmbedError::Missing {
                 path: path.to_owned(),
@@ -88,21 +118,30 @@ impl LocalEmbedder {
             .map_err(|e| bad(&files.config, format!("not a BERT config: {e}")))?;
         let weights =
             std::fs::read(&files.weights).map_err(|e| bad(&files.weights, e.to_string()))?;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device())
-            .map_err(|e| bad(&files.weights, e.to_string()))?;
-        let bert = Bert::load(vb, &config).map_err(|e| bad(&files.weights, e.to_string()))?;
+        config
+            .check()
+            .map_err(|message| bad(&files.config, message))?;
+        let model = match engine {
+            Engine::Fused => {
+                Model::Fused(Encoder::load(&weights, &config).map_err(|m| bad(&files.weights, m))?)
+            }
+            Engine::Reference => {
+                let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device())
+                    .map_err(|e| bad(&files.weights, e.to_string()))?;
+                Model::Reference(
+                    Bert::load(vb, &config).map_err(|e| bad(&files.weights, e.to_string()))?,
+                )
+            }
+        };
         let mut tokenizer = Tokenizer::from_file(&files.tokenizer)
             .map_err(|e| bad(&files.tokenizer, e.to_string()))?;
         tokenizer
             .with_truncation(Some(TruncationParams {
-                max_length: MAX_TOKENS.min(bert.max_positions),
+                max_length: MAX_TOKENS.min(config.max_position_embeddings),
                 ..Default::default()
             }))
             .map_err(|e| bad(&files.tokenizer, e.to_string()))?;
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..Default::default()
-        }));
+        tokenizer.with_padding(None);
         let threads = threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -111,7 +150,7 @@ impl LocalEmbedder {
             .map_err(|e| EmbedError::Compute(format!("cannot start {threads} threads: {e}")))?;
         Ok(Self {
             inner: Arc::new(Inner {
-                bert,
+                model,
                 tokenizer,
                 pool,
                 dimensions: config.hidden_size,
@@ -136,7 +175,7 @@ impl LocalEmbedder {
             let mut out = vec![Vec::new(); texts.len()];
             for batch in order.chunks(BATCH) {
                 let inputs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
-                let vectors = embed_batch(inner, inputs)?;
+                let vectors = embed_batch(inner, inputs, self.threads)?;
                 for (&i, v) in batch.iter().zip(vectors) {
                     out[i] = v;
                 }
@@ -146,26 +185,41 @@ impl LocalEmbedder {
     }
 }
 
-fn embed_batch(inner: &Inner, inputs: Vec<&str>) -> Result<Vec<Vec<f32>>, EmbedError> {
-    let compute = |e: candle_core::Error| EmbedError::Compute(e.to_string());
+fn embed_batch(
+    inner: &Inner,
+    inputs: Vec<&str>,
+    threads: usize,
+) -> Result<Vec<Vec<f32>>, EmbedError> {
     let encodings = inner
         .tokenizer
         .encode_batch(inputs, true)
         .map_err(|e| EmbedError::Compute(format!("tokenizer: {e}")))?;
-    let batch = encodings.len();
-    let tokens = encodings.first().map_or(0, |e| e.get_ids().len());
+    let ids: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
+    match &inner.model {
+        Model::Fused(encoder) => encoder
+            .embed(&ids, Threads::new(threads))
+            .map_err(EmbedError::Compute),
+        Model::Reference(bert) => reference_batch(bert, &ids),
+    }
+}
+
+/// The reference encoder over one batch padded to its longest text (id 0, masked out).
+fn reference_batch(bert: &Bert, texts: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let compute = |e: candle_core::Error| EmbedError::Compute(e.to_string());
+    let batch = texts.len();
+    let tokens = texts.iter().map(|t| t.len()).max().unwrap_or(0);
     let mut ids = Vec::with_capacity(batch * tokens);
     let mut mask = Vec::with_capacity(batch * tokens);
-    for encoding in &encodings {
-        ids.extend_from_slice(encoding.get_ids());
-        mask.extend_from_slice(encoding.get_attention_mask());
+    for text in texts {
+        ids.extend_from_slice(text);
+        mask.extend(std::iter::repeat_n(1u32, text.len()));
+        ids.extend(std::iter::repeat_n(0u32, tokens - text.len()));
+        mask.extend(std::iter::repeat_n(0u32, tokens - text.len()));
     }
     let dev = device();
     let ids = Tensor::from_vec(ids, (batch, tokens), &dev).map_err(compute)?;
     let mask = Tensor::from_vec(mask, (batch, tokens), &dev).map_err(compute)?;
-    inner
-        .bert
-        .embed(&ids, &mask)
+    bert.embed(&ids, &mask)
         .and_then(|t| t.to_vec2::<f32>())
         .map_err(compute)
 }

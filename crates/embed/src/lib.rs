@@ -4,7 +4,9 @@
 
 mod bert;
 mod embedder;
+mod encoder;
 mod error;
+mod kernels;
 
-pub use embedder::{LocalEmbedder, ModelFiles};
+pub use embedder::{Engine, LocalEmbedder, ModelFiles};
 pub use error::EmbedError;

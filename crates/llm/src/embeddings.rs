@@ -32,8 +32,30 @@ pub enum EmbedderSettings {
 pub fn build_embedder(settings: EmbedderSettings) -> Result<Arc<dyn Embedder>, LlmError> {
     match settings {
         EmbedderSettings::Http(provider) => Ok(Arc::new(HttpEmbedder::new(provider)?)),
-        EmbedderSettings::Local { name, dir, threads } => local_embedder(&name, &dir, threads),
+        EmbedderSettings::Local { name, dir, threads } => {
+            local_embedder(&name, &dir, threads, LocalEngine::Fused)
+        }
     }
+}
+
+/// Which implementation computes a local model's vectors (the same function, to rounding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalEngine {
+    /// reef's fused encoder: what `build_embedder` uses.
+    Fused,
+    /// The reference encoder (candle's layers over padded batches), which `reef bench memory`
+    /// measures the fused one against.
+    Reference,
+}
+
+/// The local model `name` in `dir` computed by `engine`.
+pub fn build_local_embedder(
+    name: &str,
+    dir: &std::path::Path,
+    threads: usize,
+    engine: LocalEngine,
+) -> Result<Arc<dyn Embedder>, LlmError> {
+    local_embedder(name, dir, threads, engine)
 }
 
 /// The in-process model, loaded on the first `embed` (a session that never searches memory
@@ -44,12 +66,17 @@ fn local_embedder(
     name: &str,
     dir: &std::path::Path,
     threads: usize,
+    engine: LocalEngine,
 ) -> Result<Arc<dyn Embedder>, LlmError> {
     let files = reef_embed::ModelFiles::in_dir(dir, name);
     Ok(Arc::new(LazyLocal {
         name: name.to_owned(),
         files,
         threads,
+        engine: match engine {
+            LocalEngine::Fused => reef_embed::Engine::Fused,
+            LocalEngine::Reference => reef_embed::Engine::Reference,
+        },
         loaded: tokio::sync::OnceCell::new(),
     }))
 }
@@ -59,6 +86,7 @@ struct LazyLocal {
     name: String,
     files: reef_embed::ModelFiles,
     threads: usize,
+    engine: reef_embed::Engine,
     loaded: tokio::sync::OnceCell<reef_embed::LocalEmbedder>,
 }
 
@@ -90,9 +118,14 @@ impl Embedder for LazyLocal {
         let model = self
             .loaded
             .get_or_try_init(|| async {
-                let (name, files, threads) = (self.name.clone(), self.files.clone(), self.threads);
+                let (name, files, threads, engine) = (
+                    self.name.clone(),
+                    self.files.clone(),
+                    self.threads,
+                    self.engine,
+                );
                 tokio::task::spawn_blocking(move || {
-                    reef_embed::LocalEmbedder::load(&name, &files, threads)
+                    reef_embed::LocalEmbedder::load_engine(&name, &files, threads, engine)
                 })
                 .await
                 .map_err(|e| e.to_string())?
@@ -109,6 +142,7 @@ fn local_embedder(
     name: &str,
     _dir: &std::path::Path,
     _threads: usize,
+    _engine: LocalEngine,
 ) -> Result<Arc<dyn Embedder>, LlmError> {
     Err(LlmError::Local {
         provider: name.to_owned(),

@@ -23,7 +23,9 @@ mod wire;
 pub use anthropic::AnthropicClient;
 pub use client::{build_client, check_reachable};
 pub use cost::{DEFAULT_PRICES, Price, Prices};
-pub use embeddings::{EmbedderSettings, HttpEmbedder, build_embedder};
+pub use embeddings::{
+    EmbedderSettings, HttpEmbedder, LocalEngine, build_embedder, build_local_embedder,
+};
 pub use error::LlmError;
 pub use failover::FailoverClient;
 pub use http::{error_chain, http_client, http_client_without_redirects};

@@ -1,7 +1,7 @@
 //! `reef bench memory`: retrieval quality on the labelled set shipped with reef (recall@1 and
 //! recall@5 of keyword, vector and hybrid search per kind of query, on a held-out half of the
 //! queries, with the fusion's keyword weight chosen on the other half), embedding throughput
-//! per thread, and memory at scale — ingest rate and p50/p99 query latency of each mode over N
+//! per thread of the fused encoder against the reference one, and memory at scale — ingest rate and p50/p99 query latency of each mode over N
 //! chunks (100,000 by default).
 
 use crate::args::BenchMemoryArgs;
@@ -10,7 +10,7 @@ use crate::home;
 use anyhow::Context as _;
 use reef_config::EmbedderChoice;
 use reef_core::Embedder;
-use reef_llm::EmbedderSettings;
+use reef_llm::LocalEngine;
 use reef_store::{
     Chunking, Fusion, FusionMethod, Memory, MemoryHit, NewMemory, QueryTerms, Scan, SearchMode,
     SearchRequest, Store, VectorQuery, fuse,
@@ -72,6 +72,7 @@ struct Quality {
 
 #[derive(Serialize)]
 struct Throughput {
+    engine: &'static str,
     threads: usize,
     texts_per_sec: f64,
     per_thread: f64,
@@ -118,15 +119,11 @@ pub async fn memory(overrides: &[String], args: BenchMemoryArgs) -> anyhow::Resu
     };
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let threads = args.threads.map_or(cores, |t| t as usize);
-    let load = |threads: usize| {
-        reef_llm::build_embedder(EmbedderSettings::Local {
-            name: model.clone(),
-            dir: config.models.dir.clone(),
-            threads,
-        })
-        .map_err(|e| Exit::usage(e.to_string()))
+    let load = |threads: usize, engine: LocalEngine| {
+        reef_llm::build_local_embedder(model, &config.models.dir, threads, engine)
+            .map_err(|e| Exit::usage(e.to_string()))
     };
-    let embedder = load(threads)?;
+    let embedder = load(threads, LocalEngine::Fused)?;
     let set: LabelledSet =
         serde_json::from_str(RETRIEVAL_SET).context("the built-in retrieval set is malformed")?;
     let fusion = reef_agent::memory_fusion(&config.memory);
@@ -138,8 +135,14 @@ pub async fn memory(overrides: &[String], args: BenchMemoryArgs) -> anyhow::Resu
         if threads > 1 {
             counts.push(threads);
         }
-        for t in counts {
-            throughput.push(embedding_throughput(&set, load(t)?, t).await?);
+        // The reference encoder first, then reef's own, on the same texts in the same run.
+        for (engine, name) in [
+            (LocalEngine::Reference, "reference (candle)"),
+            (LocalEngine::Fused, "fused"),
+        ] {
+            for &t in &counts {
+                throughput.push(embedding_throughput(&set, load(t, engine)?, name, t).await?);
+            }
         }
         scale_report = Some(scale(&args, embedder.clone(), fusion).await?);
     }
@@ -216,9 +219,16 @@ fn print_report(r: &Report) {
         q.chosen_weights.1
     );
     for t in &r.throughput {
+        let before = r
+            .throughput
+            .iter()
+            .find(|b| b.threads == t.threads && b.engine != t.engine && t.engine == "fused");
+        let ratio = before.map_or(String::new(), |b| {
+            format!(", {:.2}× the reference", t.texts_per_sec / b.texts_per_sec)
+        });
         println!(
-            "embedding: {} thread(s): {:.1} chunks/s ({:.1} per thread)",
-            t.threads, t.texts_per_sec, t.per_thread
+            "embedding, {} encoder: {} thread(s): {:.1} chunks/s ({:.1} per thread){ratio}",
+            t.engine, t.threads, t.texts_per_sec, t.per_thread
         );
     }
     if let Some(s) = &r.scale {
@@ -445,6 +455,7 @@ fn recall(
 async fn embedding_throughput(
     set: &LabelledSet,
     embedder: Arc<dyn Embedder>,
+    engine: &'static str,
     threads: usize,
 ) -> anyhow::Result<Throughput> {
     let mut notes = set.documents.iter().cycle();
@@ -465,6 +476,7 @@ async fn embedding_throughput(
     embedder.embed(&texts).await?;
     let rate = texts.len() as f64 / started.elapsed().as_secs_f64();
     Ok(Throughput {
+        engine,
         threads,
         texts_per_sec: rate,
         per_thread: rate / threads as f64,
