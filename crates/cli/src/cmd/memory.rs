@@ -6,7 +6,7 @@ use crate::exit::Exit;
 use crate::home;
 use crate::render::clip;
 use anyhow::Context as _;
-use reef_store::{Memory, NewMemory, SHARED_NAMESPACE, SearchOutcome, SearchRequest};
+use reef_store::{Memory, NewMemory, SHARED_NAMESPACE, Saved, SearchOutcome, SearchRequest};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +24,9 @@ pub async fn memory(overrides: &[String], command: MemoryCommand) -> anyhow::Res
     // embedder's.
     let daemon = crate::cmd::client::daemon_running(&config);
     match command {
-        MemoryCommand::Add { text, tags, scope } => add(&memory, text, tags, &scope).await?,
+        MemoryCommand::Add { text, tags, scope } => {
+            add(&memory, text, tags, &scope, daemon).await?;
+        }
         MemoryCommand::Search {
             query,
             limit,
@@ -125,6 +127,7 @@ async fn add(
     text: String,
     tags: Vec<String>,
     scope: &MemoryScopeArgs,
+    daemon: bool,
 ) -> anyhow::Result<()> {
     let text = if text == "-" {
         let mut buf = String::new();
@@ -135,14 +138,25 @@ async fn add(
     } else {
         text
     };
-    let saved = memory
-        .save(NewMemory {
-            namespace: target(scope)?,
-            text,
-            tags,
-            source: Some("operator".into()),
-        })
-        .await?;
+    let new = NewMemory {
+        namespace: target(scope)?,
+        text,
+        tags,
+        source: Some("operator".into()),
+    };
+    // Next to a daemon, its background embedder embeds the new chunks (with any backlog);
+    // this process would otherwise load the model and embed the namespace's whole backlog.
+    let saved = if daemon && memory.embedder().is_ok() {
+        Saved {
+            item: memory.save_text(new).await?,
+            note: Some(
+                "the running daemon embeds it in the background; until then it is found by keyword"
+                    .into(),
+            ),
+        }
+    } else {
+        memory.save(new).await?
+    };
     if scope.json {
         println!("{}", serde_json::to_string_pretty(&saved)?);
         return Ok(());

@@ -604,13 +604,21 @@ async fn next_to_a_daemon_an_import_is_embedded_in_the_background() {
             .contains("the daemon embeds the 5 chunk(s)"),
         "{report}"
     );
+    // A memory added meanwhile is stored at once and left to the daemon too (the CLI does
+    // not load the embedder and embed the namespace's backlog itself).
+    let added = run(&["memory", "add", "the spare PSU sits on shelf 9", "--json"]);
+    assert_eq!(added["item"]["chunks"], 1, "{added}");
+    assert!(
+        added["note"].as_str().unwrap().contains("daemon embeds it"),
+        "{added}"
+    );
     // The daemon's first batch is held: the chunks wait, and a search does not.
     let outcome = run(&["memory", "search", "rack 3 fan", "--json"]);
     assert_eq!(outcome["mode"], "hybrid", "{outcome}");
     assert!(hit_texts(&outcome)[0].contains("rack 3"), "{outcome}");
     let note = outcome["note"].as_str().unwrap();
     assert!(
-        note.contains("5 of 5 chunks have no vector yet") && note.contains("background"),
+        note.contains("6 of 6 chunks have no vector yet") && note.contains("background"),
         "{note}"
     );
     // The CLI asked the daemon, which has the index in RAM, rather than loading its own.
@@ -636,14 +644,21 @@ async fn next_to_a_daemon_an_import_is_embedded_in_the_background() {
     }
     assert_eq!(settled["note"], Value::Null, "{settled}");
     assert!(hit_texts(&settled)[0].contains("rack 3"), "{settled}");
-    // The daemon embedded each text once: the batch it was held on.
-    let batches: Vec<_> = mock
+    // The daemon embedded each of the six chunks once (the five in the batch it was held on,
+    // the added one in that batch or the next), and the CLI embedded only queries.
+    let embedded: Vec<String> = mock
         .requests()
         .into_iter()
-        .filter(|r| {
-            r.path.ends_with("/embeddings") && r.body["input"].as_array().unwrap().len() > 1
-        })
+        .filter(|r| r.path.ends_with("/embeddings"))
+        .flat_map(|r| r.body["input"].as_array().unwrap().clone())
+        .map(|t| t.as_str().unwrap().to_owned())
+        .filter(|t| t != "rack 3 fan")
         .collect();
-    assert_eq!(batches.len(), 1, "{batches:?}");
-    assert_eq!(batches[0].body["input"].as_array().unwrap().len(), 5);
+    assert_eq!(embedded.len(), 6, "{embedded:?}");
+    let distinct: std::collections::BTreeSet<&String> = embedded.iter().collect();
+    assert_eq!(distinct.len(), 6, "{embedded:?}");
+    assert!(
+        embedded.iter().any(|t| t.contains("shelf 9")),
+        "{embedded:?}"
+    );
 }
