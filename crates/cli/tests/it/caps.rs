@@ -42,9 +42,13 @@ async fn cap_shows_revokes_and_grants_tokens_in_words() {
         .await;
     d.post("/v1/agents/boss/messages", json!({"text": "hire a worker"}))
         .await;
-    d.wait("kid to exist", "/v1/agents", |a| {
-        a.as_array()
-            .is_some_and(|a| a.iter().any(|x| x["name"] == "kid"))
+    // Running, not only listed: an agent is listed (pending) before its token is minted, and
+    // it turns running after.
+    d.wait("kid to run", "/v1/agents", |a| {
+        a.as_array().is_some_and(|a| {
+            a.iter()
+                .any(|x| x["name"] == "kid" && x["state"] == "running")
+        })
     })
     .await;
     d.kill();
