@@ -145,6 +145,25 @@ impl Bert {
         mean.broadcast_div(&norms)
     }
 
+    /// Sentence vectors of texts given as token ids: one batch padded to its longest text
+    /// (id 0, masked out).
+    pub(crate) fn embed_texts(&self, texts: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let longest = texts.iter().map(|t| t.len()).max().unwrap_or(0);
+        let mut ids = Vec::with_capacity(texts.len() * longest);
+        let mut mask = Vec::with_capacity(texts.len() * longest);
+        for text in texts {
+            let padding = longest - text.len();
+            ids.extend_from_slice(text);
+            ids.extend(std::iter::repeat_n(0u32, padding));
+            mask.extend(std::iter::repeat_n(1u32, text.len()));
+            mask.extend(std::iter::repeat_n(0u32, padding));
+        }
+        let dev = device();
+        let ids = Tensor::from_vec(ids, (texts.len(), longest), &dev)?;
+        let mask = Tensor::from_vec(mask, (texts.len(), longest), &dev)?;
+        self.embed(&ids, &mask)?.to_vec2::<f32>()
+    }
+
     fn layer(&self, layer: &Layer, hidden: &Tensor, bias: &Tensor) -> Result<Tensor> {
         let (batch, tokens, width) = hidden.dims3()?;
         let split = |t: Tensor| -> Result<Tensor> {

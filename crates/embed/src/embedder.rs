@@ -6,7 +6,7 @@ use crate::encoder::Encoder;
 use crate::error::EmbedError;
 use crate::kernels::Threads;
 use async_trait::async_trait;
-use candle_core::{DType, Tensor};
+use candle_core::DType;
 use candle_nn::VarBuilder;
 use reef_core::{Embedder, ModelError, ModelErrorKind};
 use std::path::{Path, PathBuf};
@@ -199,29 +199,10 @@ fn embed_batch(
         Model::Fused(encoder) => encoder
             .embed(&ids, Threads::new(threads))
             .map_err(EmbedError::Compute),
-        Model::Reference(bert) => reference_batch(bert, &ids),
+        Model::Reference(bert) => bert
+            .embed_texts(&ids)
+            .map_err(|e| EmbedError::Compute(e.to_string())),
     }
-}
-
-/// The reference encoder over one batch padded to its longest text (id 0, masked out).
-fn reference_batch(bert: &Bert, texts: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
-    let compute = |e: candle_core::Error| EmbedError::Compute(e.to_string());
-    let batch = texts.len();
-    let tokens = texts.iter().map(|t| t.len()).max().unwrap_or(0);
-    let mut ids = Vec::with_capacity(batch * tokens);
-    let mut mask = Vec::with_capacity(batch * tokens);
-    for text in texts {
-        ids.extend_from_slice(text);
-        mask.extend(std::iter::repeat_n(1u32, text.len()));
-        ids.extend(std::iter::repeat_n(0u32, tokens - text.len()));
-        mask.extend(std::iter::repeat_n(0u32, tokens - text.len()));
-    }
-    let dev = device();
-    let ids = Tensor::from_vec(ids, (batch, tokens), &dev).map_err(compute)?;
-    let mask = Tensor::from_vec(mask, (batch, tokens), &dev).map_err(compute)?;
-    bert.embed(&ids, &mask)
-        .and_then(|t| t.to_vec2::<f32>())
-        .map_err(compute)
 }
 
 #[async_trait]

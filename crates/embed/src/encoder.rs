@@ -441,25 +441,14 @@ mod tests {
     }
 
     fn reference(bytes: Vec<u8>, config: &BertConfig, texts: &[&[u32]]) -> Vec<Vec<f32>> {
-        use candle_core::{DType, Device, Tensor};
-        let vb = candle_nn::VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let vb = candle_nn::VarBuilder::from_buffered_safetensors(
+            bytes,
+            candle_core::DType::F32,
+            &candle_core::Device::Cpu,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let bert = Bert::load(vb, config).unwrap_or_else(|e| panic!("{e}"));
-        let longest = texts.iter().map(|t| t.len()).max().unwrap_or(0);
-        let (mut ids, mut mask) = (Vec::new(), Vec::new());
-        for t in texts {
-            ids.extend_from_slice(t);
-            ids.extend(std::iter::repeat_n(0u32, longest - t.len()));
-            mask.extend(std::iter::repeat_n(1u32, t.len()));
-            mask.extend(std::iter::repeat_n(0u32, longest - t.len()));
-        }
-        let ids = Tensor::from_vec(ids, (texts.len(), longest), &Device::Cpu)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let mask = Tensor::from_vec(mask, (texts.len(), longest), &Device::Cpu)
-            .unwrap_or_else(|e| panic!("{e}"));
-        bert.embed(&ids, &mask)
-            .and_then(|t| t.to_vec2::<f32>())
-            .unwrap_or_else(|e| panic!("{e}"))
+        bert.embed_texts(texts).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]

@@ -37,23 +37,44 @@ impl Threads {
     }
 }
 
-/// A read-only matrix laid out in a slice with a row stride and a column stride.
+/// Where a matrix's elements are in its slice: element `(i, j)` at
+/// `i · row_stride + j · col_stride`.
 #[derive(Clone, Copy)]
-pub(crate) struct Matrix<'a> {
-    data: &'a [f32],
+struct Layout {
     rows: usize,
     cols: usize,
     row_stride: usize,
     col_stride: usize,
 }
 
-/// The element of a `rows × cols` matrix furthest into its slice, plus one.
-fn extent(rows: usize, cols: usize, row_stride: usize, col_stride: usize) -> usize {
-    if rows == 0 || cols == 0 {
-        0
-    } else {
-        (rows - 1) * row_stride + (cols - 1) * col_stride + 1
+impl Layout {
+    /// # Panics
+    /// When the matrix does not fit in `len` elements (a bug in the caller, never
+    /// input-dependent: shapes come from a checked model config).
+    fn fitting(len: usize, rows: usize, cols: usize, row_stride: usize, col_stride: usize) -> Self {
+        let extent = if rows == 0 || cols == 0 {
+            0
+        } else {
+            (rows - 1) * row_stride + (cols - 1) * col_stride + 1
+        };
+        assert!(
+            extent <= len,
+            "a {rows}×{cols} matrix does not fit in {len} floats"
+        );
+        Self {
+            rows,
+            cols,
+            row_stride,
+            col_stride,
+        }
     }
+}
+
+/// A read-only matrix in a slice.
+#[derive(Clone, Copy)]
+pub(crate) struct Matrix<'a> {
+    data: &'a [f32],
+    at: Layout,
 }
 
 impl<'a> Matrix<'a> {
@@ -65,8 +86,7 @@ impl<'a> Matrix<'a> {
     /// Element `(i, j)` is `data[i · row_stride + j · col_stride]`.
     ///
     /// # Panics
-    /// When the matrix does not fit in `data` (a bug in the caller, never input-dependent:
-    /// shapes come from a checked model config).
+    /// When the matrix does not fit in `data` (see [`Layout::fitting`]).
     pub(crate) fn strided(
         data: &'a [f32],
         rows: usize,
@@ -74,28 +94,15 @@ impl<'a> Matrix<'a> {
         row_stride: usize,
         col_stride: usize,
     ) -> Self {
-        assert!(
-            extent(rows, cols, row_stride, col_stride) <= data.len(),
-            "a {rows}×{cols} matrix does not fit in {} floats",
-            data.len()
-        );
-        Self {
-            data,
-            rows,
-            cols,
-            row_stride,
-            col_stride,
-        }
+        let at = Layout::fitting(data.len(), rows, cols, row_stride, col_stride);
+        Self { data, at }
     }
 }
 
-/// A writable matrix laid out like [`Matrix`].
+/// A writable matrix in a slice.
 pub(crate) struct MatrixMut<'a> {
     data: &'a mut [f32],
-    rows: usize,
-    cols: usize,
-    row_stride: usize,
-    col_stride: usize,
+    at: Layout,
 }
 
 impl<'a> MatrixMut<'a> {
@@ -112,18 +119,8 @@ impl<'a> MatrixMut<'a> {
         row_stride: usize,
         col_stride: usize,
     ) -> Self {
-        assert!(
-            extent(rows, cols, row_stride, col_stride) <= data.len(),
-            "a {rows}×{cols} matrix does not fit in {} floats",
-            data.len()
-        );
-        Self {
-            data,
-            rows,
-            cols,
-            row_stride,
-            col_stride,
-        }
+        let at = Layout::fitting(data.len(), rows, cols, row_stride, col_stride);
+        Self { data, at }
     }
 }
 
@@ -140,23 +137,23 @@ pub(crate) fn product(
     threads: Threads,
 ) {
     assert!(
-        lhs.rows == dst.rows && rhs.cols == dst.cols && lhs.cols == rhs.rows,
+        lhs.at.rows == dst.at.rows && rhs.at.cols == dst.at.cols && lhs.at.cols == rhs.at.rows,
         "product of {}×{} and {}×{} into {}×{}",
-        lhs.rows,
-        lhs.cols,
-        rhs.rows,
-        rhs.cols,
-        dst.rows,
-        dst.cols
+        lhs.at.rows,
+        lhs.at.cols,
+        rhs.at.rows,
+        rhs.at.cols,
+        dst.at.rows,
+        dst.at.cols
     );
-    if dst.rows == 0 || dst.cols == 0 {
+    if dst.at.rows == 0 || dst.at.cols == 0 {
         return;
     }
-    if lhs.cols == 0 {
+    if lhs.at.cols == 0 {
         if !accumulate {
-            for i in 0..dst.rows {
-                for j in 0..dst.cols {
-                    dst.data[i * dst.row_stride + j * dst.col_stride] = 0.0;
+            for i in 0..dst.at.rows {
+                for j in 0..dst.at.cols {
+                    dst.data[i * dst.at.row_stride + j * dst.at.col_stride] = 0.0;
                 }
             }
         }
@@ -172,19 +169,19 @@ pub(crate) fn product(
     )]
     unsafe {
         gemm::gemm(
-            dst.rows,
-            dst.cols,
-            lhs.cols,
+            dst.at.rows,
+            dst.at.cols,
+            lhs.at.cols,
             dst.data.as_mut_ptr(),
-            stride(dst.col_stride),
-            stride(dst.row_stride),
+            stride(dst.at.col_stride),
+            stride(dst.at.row_stride),
             accumulate,
             lhs.data.as_ptr(),
-            stride(lhs.col_stride),
-            stride(lhs.row_stride),
+            stride(lhs.at.col_stride),
+            stride(lhs.at.row_stride),
             rhs.data.as_ptr(),
-            stride(rhs.col_stride),
-            stride(rhs.row_stride),
+            stride(rhs.at.col_stride),
+            stride(rhs.at.row_stride),
             1.0,
             scale,
             false,
