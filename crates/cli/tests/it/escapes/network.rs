@@ -90,7 +90,10 @@ import os, socket, sys, time, urllib.request
 conns = []
 for _ in range(2000):
     conns.append(socket.create_connection(("127.0.0.1", 3128), timeout=20))
-open("holding", "w").write(str(len(conns)))
+# Written whole, then renamed: the test reads it as soon as the name exists.
+with open("holding.tmp", "w") as f:
+    f.write(str(len(conns)))
+os.rename("holding.tmp", "holding")
 while not os.path.exists("release"):
     time.sleep(0.02)
 for c in conns:
