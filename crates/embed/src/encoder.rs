@@ -3,14 +3,16 @@
 //! Texts are laid end to end with no padding. Every linear layer is one matrix product over
 //! all the batch's tokens, with its bias folded into the product (query, key and value as a
 //! single product). Attention reads each head in place from that product, and GELU, softmax
-//! and layer norm are loops the compiler vectorises. It computes what `bert.rs` computes
-//! (the reference), which a test checks.
+//! and layer norm are loops the compiler vectorises. In f32 it computes what `bert.rs`
+//! computes (the reference), which a test checks; with int8 linear layers (`quant.rs`) it
+//! approximates that, which a test bounds.
 
 use crate::bert::BertConfig;
 use crate::kernels::{
     FEW_ROWS, Matrix, MatrixMut, Threads, add_and_normalise, few_rows_product, gelu, product,
     softmax,
 };
+use crate::quant::{Kernel, QuantDense};
 use safetensors::{Dtype, SafeTensors};
 
 /// Scale and shift of a layer norm.
@@ -61,12 +63,49 @@ impl Dense {
     }
 }
 
+/// A linear layer in the precision the encoder was loaded with.
+enum Linear {
+    F32(Dense),
+    /// Quantised weights summed by `Kernel` (the f32 weights are dropped).
+    Int8(QuantDense, Kernel),
+}
+
+impl Linear {
+    fn new(dense: Dense, precision: Precision) -> Self {
+        match precision {
+            Precision::F32 => Self::F32(dense),
+            Precision::Int8(kernel) => {
+                match QuantDense::new(&dense.weight, &dense.bias, dense.inputs, dense.outputs) {
+                    Some(quantised) => Self::Int8(quantised, kernel),
+                    None => Self::F32(dense),
+                }
+            }
+        }
+    }
+
+    fn forward(&self, x: &[f32], rows: usize, out: &mut Vec<f32>, threads: Threads) {
+        match self {
+            Self::F32(dense) => dense.forward(x, rows, out, threads),
+            Self::Int8(dense, kernel) => dense.forward(x, rows, out, *kernel, threads),
+        }
+    }
+}
+
+/// The arithmetic of the linear layers (attention, norms and GELU are f32 either way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Precision {
+    /// f32 throughout: what the reference computes, to float rounding.
+    F32,
+    /// Weights quantised per output to i8, inputs per row to u8, sums exact in i32.
+    Int8(Kernel),
+}
+
 struct Layer {
-    qkv: Dense,
-    attention_out: Dense,
+    qkv: Linear,
+    attention_out: Linear,
     attention_norm: Norm,
-    intermediate: Dense,
-    output: Dense,
+    intermediate: Linear,
+    output: Linear,
     output_norm: Norm,
 }
 
@@ -152,7 +191,11 @@ impl Weights<'_> {
 
 impl Encoder {
     /// Loads the weights of `config` from the bytes of a safetensors file.
-    pub(crate) fn load(bytes: &[u8], config: &BertConfig) -> Result<Self, String> {
+    pub(crate) fn load(
+        bytes: &[u8],
+        config: &BertConfig,
+        precision: Precision,
+    ) -> Result<Self, String> {
         config.check()?;
         let w = Weights {
             tensors: SafeTensors::deserialize(bytes)
@@ -165,8 +208,11 @@ impl Encoder {
         for i in 0..config.num_hidden_layers {
             let l = format!("encoder.layer.{i}");
             let a = format!("{l}.attention");
+            let linear = |prefixes: &[&str], inputs, outputs| {
+                Ok::<_, String>(Linear::new(w.dense(prefixes, inputs, outputs)?, precision))
+            };
             layers.push(Layer {
-                qkv: w.dense(
+                qkv: linear(
                     &[
                         &format!("{a}.self.query"),
                         &format!("{a}.self.key"),
@@ -175,14 +221,14 @@ impl Encoder {
                     h,
                     h,
                 )?,
-                attention_out: w.dense(&[&format!("{a}.output.dense")], h, h)?,
+                attention_out: linear(&[&format!("{a}.output.dense")], h, h)?,
                 attention_norm: w.norm(&format!("{a}.output.LayerNorm"), h, eps)?,
-                intermediate: w.dense(
+                intermediate: linear(
                     &[&format!("{l}.intermediate.dense")],
                     h,
                     config.intermediate_size,
                 )?,
-                output: w.dense(&[&format!("{l}.output.dense")], config.intermediate_size, h)?,
+                output: linear(&[&format!("{l}.output.dense")], config.intermediate_size, h)?,
                 output_norm: w.norm(&format!("{l}.output.LayerNorm"), h, eps)?,
             });
         }
@@ -455,7 +501,8 @@ mod tests {
     fn the_fused_encoder_computes_what_the_reference_computes() {
         let config = config();
         let bytes = random_weights(&config);
-        let encoder = Encoder::load(&bytes, &config).unwrap_or_else(|e| panic!("{e}"));
+        let encoder =
+            Encoder::load(&bytes, &config, Precision::F32).unwrap_or_else(|e| panic!("{e}"));
         let texts: Vec<Vec<u32>> = [1usize, 7, 33, 40]
             .iter()
             .map(|&len| (0..len).map(|i| ((i * 7 + len) % 50) as u32).collect())
@@ -491,10 +538,55 @@ mod tests {
     }
 
     #[test]
+    fn the_int8_encoder_stays_close_to_the_f32_one() {
+        let config = config();
+        let bytes = random_weights(&config);
+        let exact =
+            Encoder::load(&bytes, &config, Precision::F32).unwrap_or_else(|e| panic!("{e}"));
+        let texts: Vec<Vec<u32>> = [3usize, 12, 40]
+            .iter()
+            .map(|&len| (0..len).map(|i| ((i * 11 + len) % 50) as u32).collect())
+            .collect();
+        let texts: Vec<&[u32]> = texts.iter().map(Vec::as_slice).collect();
+        let want = exact
+            .embed(&texts, Threads::One)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut kernels = vec![Kernel::Portable];
+        kernels.extend(Kernel::detect());
+        let mut runs = Vec::new();
+        for kernel in kernels {
+            let int8 = Encoder::load(&bytes, &config, Precision::Int8(kernel))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                int8.layers
+                    .iter()
+                    .all(|l| matches!(l.qkv, Linear::Int8(..))
+                        && matches!(l.output, Linear::Int8(..))),
+                "every linear layer of this shape is quantised"
+            );
+            for threads in [Threads::One, Threads::Many(2)] {
+                let got = int8
+                    .embed(&texts, threads)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    let cosine: f32 = g.iter().zip(w).map(|(a, b)| a * b).sum();
+                    assert!(
+                        cosine > 0.999,
+                        "{kernel:?} {threads:?} text {i}: cosine {cosine}"
+                    );
+                }
+                runs.push(got);
+            }
+        }
+        // The sums are exact integers: kernels and thread counts agree to the bit.
+        assert!(runs.windows(2).all(|p| p[0] == p[1]));
+    }
+
+    #[test]
     fn out_of_range_input_is_an_error_not_a_panic() {
         let config = config();
-        let encoder =
-            Encoder::load(&random_weights(&config), &config).unwrap_or_else(|e| panic!("{e}"));
+        let encoder = Encoder::load(&random_weights(&config), &config, Precision::F32)
+            .unwrap_or_else(|e| panic!("{e}"));
         let err = encoder
             .embed(&[&[3, 50]], Threads::One)
             .err()
@@ -508,7 +600,7 @@ mod tests {
         assert!(err.contains("41 tokens"), "{err}");
         let mut wrong = config.clone();
         wrong.intermediate_size = 65;
-        let err = Encoder::load(&random_weights(&config), &wrong)
+        let err = Encoder::load(&random_weights(&config), &wrong, Precision::F32)
             .err()
             .unwrap_or_default();
         assert!(

@@ -308,6 +308,43 @@ fn sum(xs: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
+/// The largest of `xs` (−∞ for none), in 16 independent lanes: `f32::max` in a single fold
+/// is a chain the compiler may not vectorise.
+fn max(xs: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; 16];
+    let chunks = xs.chunks_exact(16);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane = if x > *lane { x } else { *lane };
+        }
+    }
+    lanes
+        .iter()
+        .chain(tail)
+        .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m })
+}
+
+/// The smallest and largest of `xs` and 0, in 16 independent lanes.
+pub(crate) fn range_with_zero(xs: &[f32]) -> (f32, f32) {
+    let (mut lo, mut hi) = ([0.0f32; 16], [0.0f32; 16]);
+    let chunks = xs.chunks_exact(16);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for ((l, h), &x) in lo.iter_mut().zip(hi.iter_mut()).zip(chunk) {
+            *l = if x < *l { x } else { *l };
+            *h = if x > *h { x } else { *h };
+        }
+    }
+    lo.iter()
+        .zip(&hi)
+        .map(|(&l, &h)| (l, h))
+        .chain(tail.iter().map(|&x| (x, x)))
+        .fold((0.0, 0.0), |(lo, hi), (l, h)| {
+            (if l < lo { l } else { lo }, if h > hi { h } else { hi })
+        })
+}
+
 /// `e^x` for `x ≤ 0` (larger `x` is not needed here), relative error below 2e-7; no branch
 /// and no library call, so loops over it vectorise. Below −87 the result is e^−87.
 #[inline(always)]
@@ -322,8 +359,10 @@ fn exp_nonpositive(x: f32) -> f32 {
         + r * (1.0
             + r * (1.0 / 2.0
                 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
-    // n is in [-126, 0]: 2^n is the float with biased exponent n + 127.
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    // n is in [-126, 0]: 2^n is the float with biased exponent n + 127. Adding 2²³ puts that
+    // integer in the low mantissa bits, a conversion that vectorises (a cast does not).
+    let biased = (n + 127.0 + 8_388_608.0).to_bits() & 0xff;
+    let scale = f32::from_bits(biased << 23);
     poly * scale
 }
 
@@ -349,7 +388,7 @@ pub(crate) fn gelu(xs: &mut [f32]) {
 
 /// Softmax of one row, in place.
 pub(crate) fn softmax(row: &mut [f32]) {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let max = max(row);
     for x in row.iter_mut() {
         *x = exp_nonpositive(*x - max);
     }

@@ -7,6 +7,7 @@ mod embedder;
 mod encoder;
 mod error;
 mod kernels;
+mod quant;
 
 pub use embedder::{Engine, LocalEmbedder, ModelFiles};
 pub use error::EmbedError;

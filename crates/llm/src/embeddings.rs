@@ -33,19 +33,41 @@ pub fn build_embedder(settings: EmbedderSettings) -> Result<Arc<dyn Embedder>, L
     match settings {
         EmbedderSettings::Http(provider) => Ok(Arc::new(HttpEmbedder::new(provider)?)),
         EmbedderSettings::Local { name, dir, threads } => {
-            local_embedder(&name, &dir, threads, LocalEngine::Fused)
+            local_embedder(&name, &dir, threads, LocalEngine::fastest())
         }
     }
 }
 
-/// Which implementation computes a local model's vectors (the same function, to rounding).
+/// Which implementation computes a local model's vectors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LocalEngine {
-    /// reef's fused encoder: what `build_embedder` uses.
+    /// reef's fused encoder in f32 (the reference's function, to float rounding).
     Fused,
+    /// The fused encoder with int8 linear layers, on CPUs with AVX-512 VNNI.
+    Int8,
     /// The reference encoder (candle's layers over padded batches), which `reef bench memory`
-    /// measures the fused one against.
+    /// measures the fused ones against.
     Reference,
+}
+
+impl LocalEngine {
+    /// What `build_embedder` uses: `Int8` where the CPU has AVX-512 VNNI, `Fused` elsewhere.
+    pub fn fastest() -> Self {
+        #[cfg(feature = "embed")]
+        if reef_embed::Engine::fastest() == reef_embed::Engine::Int8 {
+            return Self::Int8;
+        }
+        Self::Fused
+    }
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fused => "fused f32",
+            Self::Int8 => "fused int8",
+            Self::Reference => "reference (candle)",
+        }
+    }
 }
 
 /// The local model `name` in `dir` computed by `engine`.
@@ -75,6 +97,7 @@ fn local_embedder(
         threads,
         engine: match engine {
             LocalEngine::Fused => reef_embed::Engine::Fused,
+            LocalEngine::Int8 => reef_embed::Engine::Int8,
             LocalEngine::Reference => reef_embed::Engine::Reference,
         },
         loaded: tokio::sync::OnceCell::new(),

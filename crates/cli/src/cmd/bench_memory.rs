@@ -1,8 +1,9 @@
 //! `reef bench memory`: retrieval quality on the labelled set shipped with reef (recall@1 and
 //! recall@5 of keyword, vector and hybrid search per kind of query, on a held-out half of the
 //! queries, with the fusion's keyword weight chosen on the other half), embedding throughput
-//! per thread of the fused encoder against the reference one, and memory at scale — ingest rate and p50/p99 query latency of each mode over N
-//! chunks (100,000 by default).
+//! per thread of the fused encoders (f32, and int8 where the CPU has AVX-512 VNNI) against the
+//! reference one, and memory at scale — ingest rate and p50/p99 query latency of each mode over
+//! N chunks (100,000 by default).
 
 use crate::args::BenchMemoryArgs;
 use crate::exit::Exit;
@@ -99,6 +100,8 @@ struct Scale {
 #[derive(Serialize)]
 struct Report {
     embedder: String,
+    /// The encoder behind `quality` and `scale`: the one reef uses on this CPU.
+    engine: &'static str,
     fusion: String,
     keyword_weight: f64,
     identifier_weight: f64,
@@ -106,6 +109,8 @@ struct Report {
     documents: usize,
     queries: usize,
     quality: Quality,
+    /// The same evaluation with the f32 encoder, when reef uses the int8 one.
+    quality_f32: Option<Quality>,
     throughput: Vec<Throughput>,
     scale: Option<Scale>,
 }
@@ -123,11 +128,19 @@ pub async fn memory(overrides: &[String], args: BenchMemoryArgs) -> anyhow::Resu
         reef_llm::build_local_embedder(model, &config.models.dir, threads, engine)
             .map_err(|e| Exit::usage(e.to_string()))
     };
-    let embedder = load(threads, LocalEngine::Fused)?;
+    let engine = LocalEngine::fastest();
+    let embedder = load(threads, engine)?;
     let set: LabelledSet =
         serde_json::from_str(RETRIEVAL_SET).context("the built-in retrieval set is malformed")?;
     let fusion = reef_agent::memory_fusion(&config.memory);
-    let quality = quality(&set, embedder.clone(), fusion).await?;
+    let measured = quality(&set, embedder.clone(), fusion).await?;
+    // The int8 encoder approximates the f32 one: the same set ranked with f32 vectors shows
+    // what the approximation costs.
+    let quality_f32 = if engine == LocalEngine::Fused {
+        None
+    } else {
+        Some(quality(&set, load(threads, LocalEngine::Fused)?, fusion).await?)
+    };
     let mut throughput = Vec::new();
     let mut scale_report = None;
     if !args.quality_only {
@@ -136,18 +149,21 @@ pub async fn memory(overrides: &[String], args: BenchMemoryArgs) -> anyhow::Resu
             counts.push(threads);
         }
         // The reference encoder first, then reef's own, on the same texts in the same run.
-        for (engine, name) in [
-            (LocalEngine::Reference, "reference (candle)"),
-            (LocalEngine::Fused, "fused"),
-        ] {
+        let mut engines = vec![LocalEngine::Reference, LocalEngine::Fused];
+        if engine == LocalEngine::Int8 {
+            engines.push(LocalEngine::Int8);
+        }
+        for engine in engines {
             for &t in &counts {
-                throughput.push(embedding_throughput(&set, load(t, engine)?, name, t).await?);
+                throughput
+                    .push(embedding_throughput(&set, load(t, engine)?, engine.name(), t).await?);
             }
         }
         scale_report = Some(scale(&args, embedder.clone(), fusion).await?);
     }
     let report = Report {
         embedder: model.clone(),
+        engine: engine.name(),
         fusion: match fusion.method {
             FusionMethod::Evidence => "evidence".into(),
             FusionMethod::Rrf => format!("rrf (k {})", fusion.k),
@@ -157,7 +173,8 @@ pub async fn memory(overrides: &[String], args: BenchMemoryArgs) -> anyhow::Resu
         vector_weight: fusion.vector_weight,
         documents: set.documents.len(),
         queries: set.queries.len(),
-        quality,
+        quality: measured,
+        quality_f32,
         throughput,
         scale: scale_report,
     };
@@ -173,12 +190,13 @@ fn print_report(r: &Report) {
     let q = &r.quality;
     println!(
         "retrieval quality: {} documents, {} labelled queries ({} to tune on, {} held out), \
-         embedder {}, fusion {} with weights {} (words) and {} (identifiers)",
+         embedder {} ({} encoder), fusion {} with weights {} (words) and {} (identifiers)",
         r.documents,
         r.queries,
         q.train_queries,
         q.held_out_queries,
         r.embedder,
+        r.engine,
         r.fusion,
         r.keyword_weight,
         r.identifier_weight
@@ -218,11 +236,28 @@ fn print_report(r: &Report) {
         q.chosen_weights.0,
         q.chosen_weights.1
     );
+    if let Some(f32) = &r.quality_f32 {
+        let rows: Vec<String> = f32
+            .held_out
+            .iter()
+            .map(|row| {
+                format!(
+                    "{} {:.3} / {:.3}",
+                    row.ranking, row.recall_at_1, row.recall_at_5
+                )
+            })
+            .collect();
+        println!(
+            "  held out, ranked with the f32 encoder's vectors: {}",
+            rows.join(", ")
+        );
+    }
+    let reference = LocalEngine::Reference.name();
     for t in &r.throughput {
         let before = r
             .throughput
             .iter()
-            .find(|b| b.threads == t.threads && b.engine != t.engine && t.engine == "fused");
+            .find(|b| b.threads == t.threads && b.engine == reference && t.engine != reference);
         let ratio = before.map_or(String::new(), |b| {
             format!(", {:.2}× the reference", t.texts_per_sec / b.texts_per_sec)
         });
