@@ -25,6 +25,7 @@ mod key_file;
 mod memory;
 mod messages;
 mod migrations;
+mod nibbles;
 mod pending;
 mod private;
 mod query_cache;

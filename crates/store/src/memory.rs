@@ -237,13 +237,13 @@ impl Store {
         let namespaces = json_list(&query.namespaces)?;
         let tags = json_list(&query.tags)?;
         let limit = query.limit.clamp(1, 1000) as i64;
-        self.run(move |db| {
+        self.read(move |conn| {
             // FTS5 ranks every match; joining and filtering only the best `window` of them keeps
             // a query for common words cheap. When the filters leave fewer than `limit` of a
             // full window, the window grows until it holds every match.
             let mut window = (limit * 8).max(64);
             loop {
-                let mut stmt = db.conn.prepare_cached(
+                let mut stmt = conn.prepare_cached(
                     "WITH top AS (SELECT rowid AS id, rank FROM memory_fts
                                   WHERE memory_fts MATCH ?1 ORDER BY rank LIMIT ?6)
                      SELECT c.item_id, c.id, i.namespace, c.text, i.tags, i.source,
@@ -278,8 +278,7 @@ impl Store {
                 if hits.len() as i64 >= limit || window == i64::MAX {
                     return Ok(hits);
                 }
-                let matches: i64 = db
-                    .conn
+                let matches: i64 = conn
                     .prepare_cached(
                         "SELECT count(*) FROM (SELECT rowid FROM memory_fts
                                                WHERE memory_fts MATCH ?1 LIMIT ?2)",
@@ -298,15 +297,14 @@ impl Store {
     /// [`DOCUMENT_COUNT_CAP`]: past it a word is common, and exactly how common hardly moves
     /// its weight).
     pub async fn document_counts(&self, words: Vec<String>) -> Result<(u64, Vec<u64>), StoreError> {
-        self.run(move |db| {
+        self.read(move |conn| {
             // The highest chunk id stands for the count (ids only grow; a deleted chunk
             // leaves a gap): one step down the index instead of a scan.
-            let total: i64 = db
-                .conn
+            let total: i64 = conn
                 .prepare_cached("SELECT coalesce(max(id), 0) FROM memory_chunks")?
                 .query_row([], |r| r.get(0))?;
             let mut counts = Vec::with_capacity(words.len());
-            let mut stmt = db.conn.prepare_cached(
+            let mut stmt = conn.prepare_cached(
                 "SELECT count(*) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1
                                        LIMIT ?2)",
             )?;

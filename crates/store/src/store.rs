@@ -38,6 +38,9 @@ struct Keys {
 #[derive(Clone)]
 pub struct Store {
     db: Arc<Mutex<Db>>,
+    /// A second, read-only connection to a database file, for searches that should not
+    /// wait behind the writer (WAL lets it read beside it); `None` in memory.
+    reader: Option<Arc<Mutex<Connection>>>,
     path: Option<Arc<PathBuf>>,
     /// The root of capability tokens (`cap.key` beside the database).
     cap_root: Arc<reef_security::cap::RootKey>,
@@ -88,7 +91,14 @@ impl Store {
             audit: reef_security::audit::AuditKey::from_bytes(key),
             cap_root,
         };
-        let store = Self::finish(conn, Some(path.to_path_buf()), keys)?;
+        let mut store = Self::finish(conn, Some(path.to_path_buf()), keys)?;
+        let reader = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(open_err)?;
+        configure(&reader, false).map_err(open_err)?;
+        store.reader = Some(Arc::new(Mutex::new(reader)));
         // A new key for a log that has records would make every record look forged, and would
         // let anyone who deletes the key start the chain afresh.
         if made && store.has_audit_records()? {
@@ -148,6 +158,7 @@ impl Store {
                 vector_loads: crate::vectors::VectorLoads::default(),
                 audit_key: keys.audit,
             })),
+            reader: None,
             path: path.map(Arc::new),
             cap_root: Arc::new(keys.cap_root),
         })
@@ -212,6 +223,29 @@ impl Store {
         let result = tokio::task::spawn_blocking(move || {
             let mut db = store.lock();
             f(&mut db)
+        })
+        .await?;
+        result.map_err(|err| match err {
+            StoreError::Sqlite(source) => self.query_error(source),
+            other => other,
+        })
+    }
+}
+
+impl Store {
+    /// Runs the read-only `f` on the blocking pool, on the reader connection when there is one
+    /// (so it runs beside the writer) and otherwise on the connection.
+    pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let Some(reader) = self.reader.clone() else {
+            return self.run(move |db| f(&db.conn)).await;
+        };
+        let result = tokio::task::spawn_blocking(move || {
+            let conn = reader.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&conn)
         })
         .await?;
         result.map_err(|err| match err {

@@ -1,17 +1,18 @@
 //! `VectorMatrix`: the vectors memory search compares a query with, held in RAM as one
-//! contiguous matrix of unit vectors and again in 8-bit integers (each row scaled by its
-//! largest coordinate). A small matrix is scanned exactly. From [`APPROXIMATE_FROM`] rows in
-//! the namespaces searched, a search scans the 8-bit rows instead (a quarter of the memory to
-//! stream, which is what an exact scan of 100,000 rows waits on) and scores its best
+//! contiguous matrix of unit vectors and again as 4-bit codes (`nibbles.rs`: each coordinate a
+//! level of its row's largest). A small matrix is scanned exactly. From [`APPROXIMATE_FROM`]
+//! rows in the namespaces searched, a search scans the codes instead (an eighth of the memory
+//! to stream, which is what an exact scan of 100,000 rows waits on) and scores its best
 //! candidates again exactly, so the order of the hits it returns is the exact one;
 //! `reef bench memory` reports its recall against the exact scan and where it starts to pay.
 
+use crate::nibbles::{self, Query};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// From this many rows in the namespaces searched, a search scans the 8-bit rows first:
+/// From this many rows in the namespaces searched, a search scans the 4-bit codes first:
 /// below it the exact scan is as fast (`reef bench memory` measures the crossover).
-pub const APPROXIMATE_FROM: usize = 10_000;
+pub const APPROXIMATE_FROM: usize = 5_000;
 
 /// The rows, per hit asked for, that a quantised search scores exactly (at least
 /// [`MIN_RERANKED`]).
@@ -36,7 +37,7 @@ pub fn reranked_for(k: usize) -> usize {
 pub enum Scan {
     /// Every row's dot product with the query.
     Exact,
-    /// Every row's 8-bit dot product, then the best `reranked` rows exactly.
+    /// Every row's 4-bit dot product, then the best `reranked` rows exactly.
     Quantized { reranked: usize },
     /// Exact below [`APPROXIMATE_FROM`] rows, else quantised with [`reranked_for`].
     #[default]
@@ -50,10 +51,14 @@ pub struct VectorMatrix {
     ids: Vec<i64>,
     groups: Vec<u32>,
     data: Vec<f32>,
-    /// The rows in 8-bit integers; a row's dot products are multiplied by its `scales` entry.
-    quant: Vec<i8>,
+    /// The rows' 4-bit codes, [`nibbles::stride`] bytes each; a row's scores are multiplied
+    /// by its `scales` entry.
+    codes: Vec<u8>,
     scales: Vec<f32>,
 }
+
+/// Rows scored together by the 4-bit kernel.
+const SCORED_TOGETHER: usize = 256;
 
 impl VectorMatrix {
     /// An empty matrix of `dims`-long vectors.
@@ -89,9 +94,13 @@ impl VectorMatrix {
         self.ids.is_empty()
     }
 
-    /// Bytes the matrix takes: four a coordinate, one for its 8-bit copy, and the ids.
+    /// Bytes the matrix takes: four a coordinate, its codes, and the ids, groups and scales.
     pub fn bytes(&self) -> usize {
-        self.data.len() * 5 + self.ids.len() * 16
+        self.data.len() * 4 + self.codes.len() + self.ids.len() * 16
+    }
+
+    fn stride(&self) -> usize {
+        nibbles::stride(self.dims)
     }
 
     /// Appends a row. `vector` must be `dims` long.
@@ -100,7 +109,7 @@ impl VectorMatrix {
         self.ids.push(id);
         self.groups.push(group);
         self.data.extend_from_slice(vector);
-        let scale = quantize(vector, &mut self.quant);
+        let scale = nibbles::encode(vector, self.stride(), &mut self.codes);
         self.scales.push(scale);
     }
 
@@ -110,7 +119,7 @@ impl VectorMatrix {
             return;
         }
         let drop: std::collections::HashSet<i64> = ids.iter().copied().collect();
-        let dims = self.dims;
+        let (dims, stride) = (self.dims, self.stride());
         let mut keep = 0;
         for row in 0..self.ids.len() {
             if drop.contains(&self.ids[row]) {
@@ -122,8 +131,8 @@ impl VectorMatrix {
                 self.scales[keep] = self.scales[row];
                 self.data
                     .copy_within(row * dims..(row + 1) * dims, keep * dims);
-                self.quant
-                    .copy_within(row * dims..(row + 1) * dims, keep * dims);
+                self.codes
+                    .copy_within(row * stride..(row + 1) * stride, keep * stride);
             }
             keep += 1;
         }
@@ -131,7 +140,7 @@ impl VectorMatrix {
         self.groups.truncate(keep);
         self.scales.truncate(keep);
         self.data.truncate(keep * dims);
-        self.quant.truncate(keep * dims);
+        self.codes.truncate(keep * stride);
     }
 
     /// The best `k` rows of the `allowed` groups (indexed by group) by dot product with
@@ -159,15 +168,34 @@ impl VectorMatrix {
         let exact = |row: usize| crate::vectors::dot(query, &self.data[row * dims..][..dims]);
         let best = match reranked {
             Some(r) if r < rows => {
-                let mut q = Vec::with_capacity(dims);
-                quantize(query, &mut q);
-                let rough = |row: usize| {
-                    dot_i8(&self.quant[row * dims..][..dims], &q) as f32 * self.scales[row]
+                let stride = self.stride();
+                let coded = Query::new(query, stride);
+                let rough = |range: std::ops::Range<usize>| {
+                    let mut found = Best::new(r);
+                    let mut scores = [0i32; SCORED_TOGETHER];
+                    for start in range.clone().step_by(SCORED_TOGETHER) {
+                        let end = (start + SCORED_TOGETHER).min(range.end);
+                        let scores = &mut scores[..end - start];
+                        nibbles::score_rows(
+                            &self.codes[start * stride..end * stride],
+                            stride,
+                            &coded,
+                            scores,
+                        );
+                        for (row, &score) in (start..end).zip(scores.iter()) {
+                            if in_scope(row) {
+                                found.offer(score as f32 * self.scales[row], row);
+                            }
+                        }
+                    }
+                    found.into_vec()
                 };
-                let candidates = self.best_of(r, &in_scope, &rough);
+                let candidates = self.best_of(r, &rough);
                 best_rows(candidates.into_iter().map(|(_, row)| (exact(row), row)), k)
             }
-            _ => self.best_of(k, &in_scope, &exact),
+            _ => self.best_of(k, &|range: std::ops::Range<usize>| {
+                best_rows(range.filter(|&r| in_scope(r)).map(|r| (exact(r), r)), k)
+            }),
         };
         let mut best: Vec<(f32, i64)> = best
             .into_iter()
@@ -177,17 +205,14 @@ impl VectorMatrix {
         best
     }
 
-    /// The `k` best rows in scope by `score`, in no order. From [`PARALLEL_FROM`] rows the
-    /// matrix is split among up to [`SCAN_THREADS`] threads, each keeping its own best `k`.
-    fn best_of<S, F>(&self, k: usize, in_scope: &S, score: &F) -> Vec<(f32, usize)>
+    /// The `k` best rows, in no order, of those `part` finds in each range of rows. From
+    /// [`PARALLEL_FROM`] rows the matrix is split among up to [`SCAN_THREADS`] threads, each
+    /// running `part` on its share.
+    fn best_of<F>(&self, k: usize, part: &F) -> Vec<(f32, usize)>
     where
-        S: Fn(usize) -> bool + Sync,
-        F: Fn(usize) -> f32 + Sync,
+        F: Fn(std::ops::Range<usize>) -> Vec<(f32, usize)> + Sync,
     {
         let n = self.len();
-        let part = |rows: std::ops::Range<usize>| {
-            best_rows(rows.filter(|&r| in_scope(r)).map(|r| (score(r), r)), k)
-        };
         let threads = if n >= PARALLEL_FROM {
             std::thread::available_parallelism().map_or(1, |t| t.get().min(SCAN_THREADS))
         } else {
@@ -197,7 +222,6 @@ impl VectorMatrix {
             return part(0..n);
         }
         let size = n.div_ceil(threads);
-        let part = &part;
         let found = std::thread::scope(|s| {
             let others: Vec<_> = (1..threads)
                 .map(|t| s.spawn(move || part(t * size..((t + 1) * size).min(n))))
@@ -217,51 +241,42 @@ impl VectorMatrix {
 
 /// The `k` highest-scoring (score, row) pairs, in no order.
 fn best_rows(scored: impl Iterator<Item = (f32, usize)>, k: usize) -> Vec<(f32, usize)> {
-    let mut heap = BinaryHeap::with_capacity(k + 1);
+    let mut best = Best::new(k);
     for (score, row) in scored {
-        if heap.len() < k {
-            heap.push(MinScore(score, row));
-        } else if heap.peek().is_some_and(|m| score > m.0) {
-            heap.pop();
-            heap.push(MinScore(score, row));
-        }
+        best.offer(score, row);
     }
-    heap.into_iter().map(|MinScore(s, row)| (s, row)).collect()
+    best.into_vec()
 }
 
-/// The dot product of 8-bit rows, in 16 independent 32-bit sums so the compiler vectorises
-/// it.
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    const LANES: usize = 16;
-    let mut sums = [0i32; LANES];
-    let whole = a.len().min(b.len()) / LANES * LANES;
-    for (x, y) in a[..whole]
-        .chunks_exact(LANES)
-        .zip(b[..whole].chunks_exact(LANES))
-    {
-        for i in 0..LANES {
-            sums[i] += i32::from(x[i]) * i32::from(y[i]);
-        }
-    }
-    let tail: i32 = a[whole..]
-        .iter()
-        .zip(&b[whole..])
-        .map(|(&x, &y)| i32::from(x) * i32::from(y))
-        .sum();
-    sums.iter().sum::<i32>() + tail
+/// The `k` highest-scoring rows offered so far.
+struct Best {
+    heap: BinaryHeap<MinScore>,
+    k: usize,
 }
 
-/// Appends `vector` in 8-bit integers to `out` (its largest coordinate at ±127) and returns
-/// the scale of its dot products (largest coordinate / 127).
-fn quantize(vector: &[f32], out: &mut Vec<i8>) -> f32 {
-    let largest = vector.iter().fold(0f32, |m, x| m.max(x.abs()));
-    let step = if largest > 0.0 { largest / 127.0 } else { 1.0 };
-    out.extend(
-        vector
-            .iter()
-            .map(|x| (x / step).round().clamp(-127.0, 127.0) as i8),
-    );
-    step
+impl Best {
+    fn new(k: usize) -> Self {
+        Self {
+            heap: BinaryHeap::with_capacity(k + 1),
+            k,
+        }
+    }
+
+    fn offer(&mut self, score: f32, row: usize) {
+        if self.heap.len() < self.k {
+            self.heap.push(MinScore(score, row));
+        } else if self.heap.peek().is_some_and(|m| score > m.0) {
+            self.heap.pop();
+            self.heap.push(MinScore(score, row));
+        }
+    }
+
+    fn into_vec(self) -> Vec<(f32, usize)> {
+        self.heap
+            .into_iter()
+            .map(|MinScore(s, row)| (s, row))
+            .collect()
+    }
 }
 
 /// A heap entry ordered so the worst score is on top.
@@ -326,7 +341,7 @@ mod tests {
     }
 
     #[test]
-    fn removing_rows_keeps_the_8_bit_copy_in_step() {
+    fn removing_rows_keeps_the_codes_in_step() {
         let mut seed = 3u64;
         let mut m = VectorMatrix::new(64);
         for id in 0..2000 {

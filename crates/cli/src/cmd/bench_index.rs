@@ -1,4 +1,4 @@
-//! The vector index part of `reef bench memory`: recall@10 of the quantised search (8-bit rows
+//! The vector index part of `reef bench memory`: recall@10 of the quantised search (4-bit codes
 //! scanned, the best re-scored exactly) against the exact scan over N rows, for three kinds of
 //! vectors (random directions, the worst case for any approximation; queries next to a stored
 //! vector; and clustered vectors, as embeddings of notes on a few hundred subjects are), and

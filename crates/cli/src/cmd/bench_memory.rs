@@ -279,7 +279,7 @@ fn print_report(r: &Report) {
         }
         let i = &s.index;
         println!(
-            "vector index: 8-bit rows scanned, the best {} scored exactly; recall@10 against the exact scan at {} rows: {:.3} (random directions), {:.3} (queries next to a stored vector), {:.3} (clustered vectors)",
+            "vector index: 4-bit codes scanned, the best {} scored exactly; recall@10 against the exact scan at {} rows: {:.3} (random directions), {:.3} (queries next to a stored vector), {:.3} (clustered vectors)",
             i.reranked,
             i.rows,
             i.recall_at_10_uniform,
@@ -485,8 +485,11 @@ fn recall(
     }
 }
 
+/// Rounds of the embedding throughput measure; the best counts.
+const ROUNDS: usize = 2;
+
 /// English chunks of about 700 characters (the labelled set's notes run together) embedded per
-/// second with `threads` threads.
+/// second with `threads` threads, the better of [`ROUNDS`] rounds.
 async fn embedding_throughput(
     set: &LabelledSet,
     embedder: Arc<dyn Embedder>,
@@ -507,9 +510,14 @@ async fn embedding_throughput(
         })
         .collect();
     embedder.embed(&texts[..1]).await?; // loads the model
-    let started = Instant::now();
-    embedder.embed(&texts).await?;
-    let rate = texts.len() as f64 / started.elapsed().as_secs_f64();
+    // The better of two rounds: a round the machine's other work slowed says nothing about
+    // the encoder.
+    let mut rate = 0.0f64;
+    for _ in 0..ROUNDS {
+        let started = Instant::now();
+        embedder.embed(&texts).await?;
+        rate = rate.max(texts.len() as f64 / started.elapsed().as_secs_f64());
+    }
     Ok(Throughput {
         engine,
         threads,
