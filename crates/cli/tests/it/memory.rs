@@ -364,13 +364,19 @@ fn hybrid_never_loses_to_either_side_on_the_held_out_queries() {
             "{k}: {report}"
         );
     }
-    // The weights configured by default are the ones the training half chooses.
-    let chosen = &quality["chosen_weights"];
-    assert_eq!(
-        (&report["keyword_weight"], &report["identifier_weight"]),
-        (&chosen[0], &chosen[1]),
-        "{report}"
-    );
+    // The weights configured by default are among the best the training half finds (most
+    // cells won, then best mean recall): the int8 and f32 encoders tie several pairs there.
+    let tuning = quality["tuning"].as_array().unwrap();
+    let score = |e: &Value| (e[1].as_u64().unwrap(), e[2].as_f64().unwrap());
+    let best = tuning
+        .iter()
+        .map(score)
+        .fold((0, 0.0), |a, b| if b > a { b } else { a });
+    let configured = tuning
+        .iter()
+        .find(|e| e[0][0] == report["keyword_weight"] && e[0][1] == report["identifier_weight"])
+        .unwrap_or_else(|| panic!("the configured weights were not tried: {report}"));
+    assert_eq!(score(configured), best, "{report}");
     assert!(
         report["scale"].is_null(),
         "--quality-only skips the scale test"
