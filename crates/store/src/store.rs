@@ -225,14 +225,9 @@ impl Store {
             f(&mut db)
         })
         .await?;
-        result.map_err(|err| match err {
-            StoreError::Sqlite(source) => self.query_error(source),
-            other => other,
-        })
+        result.map_err(|err| self.named(err))
     }
-}
 
-impl Store {
     /// Runs the read-only `f` on the blocking pool, on the reader connection when there is one
     /// (so it runs beside the writer) and otherwise on the connection.
     pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
@@ -248,10 +243,15 @@ impl Store {
             f(&conn)
         })
         .await?;
-        result.map_err(|err| match err {
+        result.map_err(|err| self.named(err))
+    }
+
+    /// A SQLite error as a query error naming the database; other errors as they are.
+    fn named(&self, err: StoreError) -> StoreError {
+        match err {
             StoreError::Sqlite(source) => self.query_error(source),
             other => other,
-        })
+        }
     }
 }
 
