@@ -211,16 +211,35 @@ impl QueryTerms {
         if all <= 0.0 {
             return 0.0;
         }
-        let keys: HashSet<String> = text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(|w| word_key(&w.to_lowercase()))
-            .collect();
+        // Each word of `text` is keyed in one reused buffer and checked against the query's
+        // few terms: fusion weighs every candidate this way, and a set of each candidate's
+        // keys was a hundred allocations a candidate.
+        let mut held = vec![false; self.words.len()];
+        let mut key = String::new();
+        for word in text.split(|c: char| !c.is_alphanumeric()) {
+            if word.is_empty() {
+                continue;
+            }
+            key.clear();
+            if word.is_ascii() {
+                key.extend(
+                    word.bytes()
+                        .take(5)
+                        .map(|b| char::from(b.to_ascii_lowercase())),
+                );
+            } else {
+                key.push_str(&word_key(&word.to_lowercase()));
+            }
+            for (held, term) in held.iter_mut().zip(&self.words) {
+                *held |= term.key == key;
+            }
+        }
         let held: f64 = self
             .words
             .iter()
-            .filter(|t| keys.contains(&t.key))
-            .map(|t| t.weight)
+            .zip(&held)
+            .filter(|&(_, &held)| held)
+            .map(|(t, _)| t.weight)
             .sum();
         let coverage = held / all;
         let words = fusion.keyword_weight * coverage * coverage;
@@ -304,6 +323,12 @@ mod tests {
         assert!((right - (4.0 / 9.0 + 1.0)).abs() < 1e-9, "{right}");
         assert!(alike < 0.3 && longer < 0.3, "{alike} {longer}");
         assert_eq!(QueryTerms::of("?!").evidence("anything", unit()), 0.0);
+        // Words match by their first five letters in any case, accented ones too.
+        let terms = QueryTerms::of("ÜBERSICHT deployments");
+        let both = terms.evidence("die Übersichten der DEPLOYS", unit());
+        assert!((both - 1.0).abs() < 1e-9, "{both}");
+        let one = terms.evidence("überall deploys", unit());
+        assert!((one - 0.25).abs() < 1e-9, "{one}");
     }
 
     #[test]

@@ -40,6 +40,7 @@ mod transcripts;
 mod usage;
 mod vector_index;
 mod vectors;
+mod word_counts;
 
 pub use agents::{AgentRecord, NewAgent};
 pub use api_tokens::{ApiTokenRecord, NewApiToken};

@@ -8,6 +8,7 @@ use crate::error::StoreError;
 use crate::store::Store;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The namespace every agent may read.
 pub const SHARED_NAMESPACE: &str = "shared";
@@ -240,14 +241,17 @@ impl Store {
         self.read(move |conn| {
             // FTS5 ranks every match; joining and filtering only the best `window` of them keeps
             // a query for common words cheap. When the filters leave fewer than `limit` of a
-            // full window, the window grows until it holds every match.
+            // full window, the window grows until it holds every match. Ordering by `bm25()`
+            // itself (the value of the hidden `rank` column) lets SQLite keep a top-`window`
+            // heap; `ORDER BY rank` runs FTS5's own sort of every match, measured a quarter
+            // to a third slower for three-word queries at 100,000 chunks.
             let mut window = (limit * 8).max(64);
             loop {
                 let mut stmt = conn.prepare_cached(
-                    "WITH top AS (SELECT rowid AS id, rank FROM memory_fts
-                                  WHERE memory_fts MATCH ?1 ORDER BY rank LIMIT ?6)
+                    "WITH top AS (SELECT rowid AS id, bm25(memory_fts) AS score FROM memory_fts
+                                  WHERE memory_fts MATCH ?1 ORDER BY score LIMIT ?6)
                      SELECT c.item_id, c.id, i.namespace, c.text, i.tags, i.source,
-                            i.created_at, top.rank
+                            i.created_at, top.score
                      FROM top
                      JOIN memory_chunks c ON c.id = top.id
                      JOIN memory_items i ON i.id = c.item_id
@@ -255,7 +259,7 @@ impl Store {
                        AND (?3 IS NULL OR i.created_at >= ?3)
                        AND NOT EXISTS (SELECT 1 FROM json_each(?4) want
                                        WHERE want.value NOT IN (SELECT value FROM json_each(i.tags)))
-                     ORDER BY top.rank, c.id
+                     ORDER BY top.score, c.id
                      LIMIT ?5",
                 )?;
                 let hits = stmt
@@ -296,7 +300,10 @@ impl Store {
     /// About how many chunks memory holds, and how many hold each of `words` (each counted up to
     /// [`DOCUMENT_COUNT_CAP`]: past it a word is common, and exactly how common hardly moves
     /// its weight).
+    /// Counts are remembered until a chunk is added (by any process) or deleted through this
+    /// store; a deletion by another process shows once a chunk is next added.
     pub async fn document_counts(&self, words: Vec<String>) -> Result<(u64, Vec<u64>), StoreError> {
+        let cache = Arc::clone(&self.word_counts);
         self.read(move |conn| {
             // The highest chunk id stands for the count (ids only grow; a deleted chunk
             // leaves a gap): one step down the index instead of a scan.
@@ -309,10 +316,20 @@ impl Store {
                                        LIMIT ?2)",
             )?;
             for word in &words {
-                // Quoted, so the word is a term and never an FTS5 operator.
-                let term = format!("\"{}\"", word.replace('"', ""));
-                let count: i64 = stmt.query_row(params![term, DOCUMENT_COUNT_CAP], |r| r.get(0))?;
-                counts.push(u64::try_from(count).unwrap_or(0));
+                let known = lock_counts(&cache).get(total, word);
+                let count = match known {
+                    Some(count) => count,
+                    None => {
+                        // Quoted, so the word is a term and never an FTS5 operator.
+                        let term = format!("\"{}\"", word.replace('"', ""));
+                        let count: i64 =
+                            stmt.query_row(params![term, DOCUMENT_COUNT_CAP], |r| r.get(0))?;
+                        let count = u64::try_from(count).unwrap_or(0);
+                        lock_counts(&cache).put(total, word, count);
+                        count
+                    }
+                };
+                counts.push(count);
             }
             Ok((u64::try_from(total).unwrap_or(0), counts))
         })
@@ -369,6 +386,7 @@ impl Store {
             check_namespace(ns)?;
         }
         let namespaces = json_list(&namespaces)?;
+        let word_counts = Arc::clone(&self.word_counts);
         self.run(move |db| {
             let tx = db
                 .conn
@@ -393,6 +411,7 @@ impl Store {
             tx.prepare_cached("DELETE FROM memory_items WHERE id = ?1")?
                 .execute(params![id])?;
             tx.commit()?;
+            lock_counts(&word_counts).clear();
             if let Some(index) = crate::vectors::write_index(&db.vectors).as_mut() {
                 index.remove(&chunk_ids);
             }
@@ -423,4 +442,11 @@ impl Store {
         })
         .await
     }
+}
+
+/// The word-count cache, usable after a panic elsewhere (it holds only counts).
+fn lock_counts(
+    cache: &Mutex<crate::word_counts::WordCounts>,
+) -> std::sync::MutexGuard<'_, crate::word_counts::WordCounts> {
+    cache.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -44,6 +44,8 @@ pub struct Store {
     path: Option<Arc<PathBuf>>,
     /// The root of capability tokens (`cap.key` beside the database).
     cap_root: Arc<reef_security::cap::RootKey>,
+    /// How many chunks hold each word, as searches counted them.
+    pub(crate) word_counts: Arc<Mutex<crate::word_counts::WordCounts>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -161,6 +163,7 @@ impl Store {
             reader: None,
             path: path.map(Arc::new),
             cap_root: Arc::new(keys.cap_root),
+            word_counts: Arc::default(),
         })
     }
 

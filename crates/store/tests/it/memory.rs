@@ -282,3 +282,46 @@ async fn a_match_ranked_below_many_filtered_out_ones_is_still_found() {
     bob.limit = 200;
     assert_eq!(store.search_memory(bob).await.unwrap().len(), 150);
 }
+
+#[tokio::test]
+async fn document_counts_follow_new_and_forgotten_chunks_from_any_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reef.db");
+    let store = Store::open(&path).unwrap();
+    let c = Chunking::default();
+    let words = || vec!["kafka".to_owned(), "broker".to_owned()];
+    let first = store
+        .add_memory(memory("shared", "Kafka broker 3 restarted.", &[]), c)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.document_counts(words()).await.unwrap(),
+        (1, vec![1, 1])
+    );
+    // Asked again, the counts are the same (now remembered).
+    assert_eq!(
+        store.document_counts(words()).await.unwrap(),
+        (1, vec![1, 1])
+    );
+    // Another handle on the same file (another process, say) adds a chunk.
+    let other = Store::open(&path).unwrap();
+    other
+        .add_memory(memory("shared", "The kafka topic was compacted.", &[]), c)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.document_counts(words()).await.unwrap(),
+        (2, vec![2, 1])
+    );
+    // Forgetting leaves the highest id as it was, and the counts still drop.
+    assert!(
+        store
+            .forget_memory(vec!["shared".into()], first.id)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.document_counts(words()).await.unwrap(),
+        (2, vec![1, 0])
+    );
+}
