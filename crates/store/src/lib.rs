@@ -27,6 +27,8 @@ mod messages;
 mod migrations;
 mod nibbles;
 mod pending;
+#[cfg(feature = "postgres")]
+mod pg;
 mod private;
 mod query_cache;
 mod recall;
@@ -63,6 +65,8 @@ pub use memory::{
     Chunking, MemoryHit, MemoryItem, MemoryQuery, NewMemory, SHARED_NAMESPACE, check_namespace,
 };
 pub use pending::{NewPending, PendingItem, PendingKind, PendingStatus};
+#[cfg(feature = "postgres")]
+pub use pg::{PgError, PgStore};
 pub use recall::{EmbedFailure, Memory, Saved, SearchMode, SearchOutcome, SearchRequest};
 pub use records::{
     CostRow, DailyCost, NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage,

@@ -9,6 +9,8 @@ mod memory;
 mod messages;
 mod open;
 mod pending;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod recall;
 mod routines;
 mod session_search;

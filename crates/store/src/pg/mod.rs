@@ -1,0 +1,238 @@
+//! PostgreSQL, the store of cluster mode: a pool of connections (TLS by rustls on ring unless
+//! the URL says `sslmode=disable`) to a database whose schema is reef's, migrated under an
+//! advisory lock so that nodes starting together apply each migration once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+/// reef's PostgreSQL migrations, in order: (version, SQL).
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("0001_baseline.sql"))];
+
+/// The advisory lock migrations run under (any fixed number; "reef" in ASCII).
+const MIGRATION_LOCK: i64 = 0x7265_6566;
+
+/// How long connecting waits when the URL does not say (`connect_timeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections in the pool.
+const POOL_SIZE: usize = 16;
+
+/// What went wrong with PostgreSQL, and what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    /// The database URL does not parse; fix `cluster.database_url`.
+    #[error("database_url: {0}")]
+    Url(String),
+    /// The server could not be reached or refused the login; it may come back (retry), or the
+    /// URL names the wrong host, port, user or database.
+    #[error(
+        "cannot reach PostgreSQL at {target}: {source} (is it running, and does database_url \
+         name the right host, port, user and database?)"
+    )]
+    Connect {
+        target: String,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// A statement failed.
+    #[error("PostgreSQL at {target}: {source}")]
+    Query {
+        target: String,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// A migration failed and was rolled back; the database is as it was.
+    #[error("PostgreSQL at {target}: migration {version} failed (rolled back): {source}")]
+    Migration {
+        target: String,
+        version: i64,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// The database was migrated by a newer reef; upgrade this node.
+    #[error(
+        "PostgreSQL at {target}: the schema is at version {found}, newer than this reef's \
+         {known}; upgrade reef on this node"
+    )]
+    Newer {
+        target: String,
+        found: i64,
+        known: i64,
+    },
+    /// No connection came free in time (the pool is exhausted or the server is gone).
+    #[error("PostgreSQL at {target}: no connection: {message}")]
+    Pool { target: String, message: String },
+}
+
+/// A pool of connections to reef's PostgreSQL database. Cheap to clone.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: deadpool_postgres::Pool,
+    /// `host:port/database`, for messages (never the password).
+    target: Arc<str>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("target", &self.target)
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// Connects to the database at `url` (`postgres://user[:password]@host[:port]/database`,
+    /// with libpq's parameters such as `sslmode`) and migrates it to reef's schema. Fails when
+    /// the server cannot be reached: the caller decides whether to wait and retry.
+    pub async fn connect(url: &str) -> Result<PgStore, PgError> {
+        let mut config: tokio_postgres::Config =
+            url.parse().map_err(|e: tokio_postgres::Error| {
+                PgError::Url(format!("not a PostgreSQL URL: {e}"))
+            })?;
+        if config.get_hosts().is_empty() {
+            return Err(PgError::Url("names no host".into()));
+        }
+        if config.get_dbname().is_none() {
+            return Err(PgError::Url("names no database".into()));
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        let target: Arc<str> = describe(&config).into();
+        let manager_config = deadpool_postgres::ManagerConfig {
+            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+        };
+        let manager = if config.get_ssl_mode() == tokio_postgres::config::SslMode::Disable {
+            deadpool_postgres::Manager::from_config(config, tokio_postgres::NoTls, manager_config)
+        } else {
+            deadpool_postgres::Manager::from_config(config, tls()?, manager_config)
+        };
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .build()
+            .map_err(|e| PgError::Pool {
+                target: target.to_string(),
+                message: e.to_string(),
+            })?;
+        let store = PgStore { pool, target };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// `host:port/database` of the server (no password).
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The number of migrations applied to the database.
+    pub async fn schema_version(&self) -> Result<i64, PgError> {
+        let client = self.client().await?;
+        let row = client
+            .query_one("SELECT coalesce(max(version), 0) FROM reef_schema", &[])
+            .await
+            .map_err(|source| self.query_error(source))?;
+        Ok(row.get(0))
+    }
+
+    /// Applies the migrations the database lacks, in one transaction under the migration lock:
+    /// a node that starts beside another waits for it and then finds nothing to do.
+    async fn migrate(&self) -> Result<(), PgError> {
+        let mut client = self.client().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|source| self.query_error(source))?;
+        tx.batch_execute(&format!(
+            "SELECT pg_advisory_xact_lock({MIGRATION_LOCK});
+             CREATE TABLE IF NOT EXISTS reef_schema (
+                 version    BIGINT PRIMARY KEY,
+                 applied_at TEXT NOT NULL
+             );"
+        ))
+        .await
+        .map_err(|source| self.query_error(source))?;
+        let found: i64 = tx
+            .query_one("SELECT coalesce(max(version), 0) FROM reef_schema", &[])
+            .await
+            .map_err(|source| self.query_error(source))?
+            .get(0);
+        let known = MIGRATIONS.last().map_or(0, |(v, _)| *v);
+        if found > known {
+            return Err(PgError::Newer {
+                target: self.target.to_string(),
+                found,
+                known,
+            });
+        }
+        for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > found) {
+            let failed = |source| PgError::Migration {
+                target: self.target.to_string(),
+                version,
+                source,
+            };
+            tx.batch_execute(sql).await.map_err(failed)?;
+            let now = crate::clock::format_rfc3339_ms(time::OffsetDateTime::now_utc());
+            tx.execute(
+                "INSERT INTO reef_schema (version, applied_at) VALUES ($1, $2)",
+                &[&version, &now],
+            )
+            .await
+            .map_err(failed)?;
+        }
+        tx.commit().await.map_err(|source| self.query_error(source))
+    }
+
+    /// A connection from the pool.
+    async fn client(&self) -> Result<deadpool_postgres::Object, PgError> {
+        self.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Backend(source) => PgError::Connect {
+                target: self.target.to_string(),
+                source,
+            },
+            other => PgError::Pool {
+                target: self.target.to_string(),
+                message: other.to_string(),
+            },
+        })
+    }
+
+    fn query_error(&self, source: tokio_postgres::Error) -> PgError {
+        PgError::Query {
+            target: self.target.to_string(),
+            source,
+        }
+    }
+}
+
+/// `host:port/database` of `config`, for messages.
+fn describe(config: &tokio_postgres::Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(name)) => name.clone(),
+        Some(tokio_postgres::config::Host::Unix(path)) => path.display().to_string(),
+        None => String::new(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let database = config.get_dbname().unwrap_or_default();
+    format!("{host}:{port}/{database}")
+}
+
+/// rustls on ring with the system's trusted roots; a server without TLS is still reached
+/// unless the URL asks for `sslmode=require`.
+fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, PgError> {
+    let mut roots = rustls::RootCertStore::empty();
+    let found = rustls_native_certs::load_native_certs();
+    for cert in found.certs {
+        // A certificate the store cannot parse is skipped, as every TLS client does.
+        if let Err(e) = roots.add(cert) {
+            tracing::debug!(error = %e, "skipping a system root certificate");
+        }
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| PgError::Url(format!("TLS: {e}")))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}

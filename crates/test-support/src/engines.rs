@@ -1,0 +1,92 @@
+//! Cluster mode's engines for tests: a throwaway PostgreSQL and NATS JetStream on loopback
+//! ports, started by `scripts/engines` (which a user trying cluster mode runs too) in a
+//! temporary directory and stopped on drop.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A running PostgreSQL and NATS server; both stop (and their data goes) on drop.
+pub struct Engines {
+    dir: tempfile::TempDir,
+    database_url: String,
+    nats_url: String,
+}
+
+impl Engines {
+    /// Starts both engines and waits until they accept connections.
+    ///
+    /// # Panics
+    /// When a program is missing (the message names the Debian package) or does not start.
+    pub fn start() -> Engines {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
+        let out = run(script(), &["start"], dir.path());
+        let value = |name: &str| {
+            out.lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
+                .unwrap_or_else(|| panic!("scripts/engines printed no {name}:\n{out}"))
+                .to_owned()
+        };
+        Engines {
+            database_url: value("REEF_DATABASE_URL"),
+            nats_url: value("REEF_NATS_URL"),
+            dir,
+        }
+    }
+
+    /// `postgres://USER@127.0.0.1:PORT/reef`.
+    pub fn database_url(&self) -> &str {
+        &self.database_url
+    }
+
+    /// `nats://127.0.0.1:PORT`.
+    pub fn nats_url(&self) -> &str {
+        &self.nats_url
+    }
+}
+
+impl Drop for Engines {
+    fn drop(&mut self) {
+        // A failed stop leaves servers running: a failure of the test, unless it is already
+        // failing (a second panic while unwinding would abort).
+        let stopped = Command::new(script())
+            .arg("stop")
+            .arg(self.dir.path())
+            .output();
+        if !std::thread::panicking() {
+            match stopped {
+                Ok(out) => assert!(
+                    out.status.success(),
+                    "scripts/engines stop failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+                Err(e) => panic!("cannot run scripts/engines stop: {e}"),
+            }
+        }
+    }
+}
+
+/// `scripts/engines` of this checkout.
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/engines")
+}
+
+/// Runs `script command dir` and returns its stdout.
+///
+/// # Panics
+/// When it fails, with its stderr.
+fn run(script: PathBuf, command: &[&str], dir: &Path) -> String {
+    let out = Command::new(&script)
+        .args(command)
+        .arg(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "{} {} failed ({}):\n{}",
+        script.display(),
+        command.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
