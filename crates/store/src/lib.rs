@@ -66,7 +66,7 @@ pub use memory::{
 };
 pub use pending::{NewPending, PendingItem, PendingKind, PendingStatus};
 #[cfg(feature = "postgres")]
-pub use pg::{PgError, PgStore};
+pub use pg::{AgentLease, ClusterNode, NodeStatus, PgError, PgStore};
 pub use recall::{EmbedFailure, Memory, Saved, SearchMode, SearchOutcome, SearchRequest};
 pub use records::{
     CostRow, DailyCost, NewSession, NewUsage, SessionRecord, SessionSummary, StoredMessage,

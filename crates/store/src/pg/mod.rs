@@ -2,11 +2,17 @@
 //! the URL says `sslmode=disable`) to a database whose schema is reef's, migrated under an
 //! advisory lock so that nodes starting together apply each migration once.
 
+mod cluster;
+
+pub use cluster::{AgentLease, ClusterNode, NodeStatus};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// reef's PostgreSQL migrations, in order: (version, SQL).
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("0001_baseline.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("0001_baseline.sql")),
+    (2, include_str!("0002_cluster.sql")),
+];
 
 /// The advisory lock migrations run under (any fixed number; "reef" in ASCII).
 const MIGRATION_LOCK: i64 = 0x7265_6566;
@@ -59,6 +65,18 @@ pub enum PgError {
         found: i64,
         known: i64,
     },
+    /// Another live node has this name; choose another `cluster.node_name`, or stop that node.
+    #[error(
+        "another live node is named {name}: choose another cluster.node_name, or stop that node"
+    )]
+    NameTaken { name: String },
+    /// Another process took over this node's name after its heartbeats stopped for longer
+    /// than its lease; its agents may run elsewhere now, so this node must stop running them.
+    #[error(
+        "node {name} was taken over by another process (its heartbeats stopped for longer than \
+         its lease): this node must stop running agents"
+    )]
+    Superseded { name: String },
     /// No connection came free in time (the pool is exhausted or the server is gone).
     #[error("PostgreSQL at {target}: no connection: {message}")]
     Pool { target: String, message: String },

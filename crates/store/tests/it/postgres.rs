@@ -1,10 +1,15 @@
 //! The PostgreSQL store against a real PostgreSQL (`scripts/engines`): its schema holds every
-//! table and column of the SQLite one, nodes starting together migrate it once, and a database
-//! that cannot be reached, or a URL that is not one, is named in the error.
+//! table and column of the SQLite one, nodes starting together migrate it once, a database
+//! that cannot be reached, or a URL that is not one, is named in the error, and cluster nodes
+//! share agents through leases that move when a node dies or leaves.
 
-use reef_store::{PgError, PgStore, Store};
+use reef_store::{NodeStatus, PgError, PgStore, Store};
 use reef_test_support::Engines;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// Tables of cluster mode alone.
+const CLUSTER_TABLES: &[&str] = &["agent_leases", "cluster_nodes"];
 
 /// Columns PostgreSQL has and SQLite keeps elsewhere: the keyword index of each searchable
 /// table (SQLite's FTS5 tables `memory_fts` and `messages_fts`).
@@ -41,13 +46,20 @@ fn sqlite_columns() -> BTreeSet<(String, String)> {
     columns
 }
 
-/// The (table, column) pairs of the public schema at `url`, without the migrations' own table.
-async fn postgres_columns(url: &str) -> BTreeSet<(String, String)> {
+/// A plain connection to `url`, for looking at what the store wrote.
+async fn connect(url: &str) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap();
     tokio::spawn(connection);
     client
+}
+
+/// The (table, column) pairs of the public schema at `url`, without the migrations' own table
+/// and cluster mode's.
+async fn postgres_columns(url: &str) -> BTreeSet<(String, String)> {
+    connect(url)
+        .await
         .query(
             "SELECT table_name::text, column_name::text FROM information_schema.columns
              WHERE table_schema = 'public' AND table_name <> 'reef_schema'",
@@ -57,6 +69,7 @@ async fn postgres_columns(url: &str) -> BTreeSet<(String, String)> {
         .unwrap()
         .into_iter()
         .map(|row| (row.get(0), row.get(1)))
+        .filter(|(table, _): &(String, String)| !CLUSTER_TABLES.contains(&table.as_str()))
         .collect()
 }
 
@@ -64,7 +77,7 @@ async fn postgres_columns(url: &str) -> BTreeSet<(String, String)> {
 async fn the_postgres_schema_has_every_table_and_column_of_the_sqlite_one() {
     let engines = Engines::start();
     let store = PgStore::connect(engines.database_url()).await.unwrap();
-    assert_eq!(store.schema_version().await.unwrap(), 1);
+    assert_eq!(store.schema_version().await.unwrap(), 2);
     let sqlite = sqlite_columns();
     assert!(sqlite.len() > 150, "{} columns", sqlite.len());
     let mut postgres = postgres_columns(engines.database_url()).await;
@@ -92,21 +105,18 @@ async fn nodes_starting_together_migrate_once() {
         PgStore::connect(url)
     );
     for store in [a, b, c] {
-        assert_eq!(store.unwrap().schema_version().await.unwrap(), 1);
+        assert_eq!(store.unwrap().schema_version().await.unwrap(), 2);
     }
     // A node started later finds the schema as it is.
     let again = PgStore::connect(url).await.unwrap();
-    assert_eq!(again.schema_version().await.unwrap(), 1);
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+    assert_eq!(again.schema_version().await.unwrap(), 2);
+    let applied: i64 = connect(url)
         .await
-        .unwrap();
-    tokio::spawn(connection);
-    let applied: i64 = client
         .query_one("SELECT count(*) FROM reef_schema", &[])
         .await
         .unwrap()
         .get(0);
-    assert_eq!(applied, 1);
+    assert_eq!(applied, 2);
 }
 
 #[tokio::test]
@@ -138,4 +148,143 @@ async fn an_unreachable_database_and_a_bad_url_are_named() {
             "{url}: {message}"
         );
     }
+}
+
+/// Adds agents named `prefix-0`… in `state` (straight into the table: the PostgreSQL store
+/// does not create agents yet); returns their ids.
+async fn add_agents(url: &str, prefix: &str, count: usize, state: &str) -> Vec<String> {
+    let client = connect(url).await;
+    let mut ids = Vec::new();
+    for i in 0..count {
+        let id = format!("agt_{prefix}{i:02}");
+        client
+            .execute(
+                "INSERT INTO agents (id, name, template, persona, workspace, capabilities,
+                                     budget, state, created_at, updated_at)
+                 VALUES ($1, $2, 'default', '', '/tmp', '{}', '{}', $3,
+                         '2026-11-29T00:00:00.000Z', '2026-11-29T00:00:00.000Z')",
+                &[&id, &format!("{prefix}-{i}"), &state],
+            )
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    ids
+}
+
+const LONG: Duration = Duration::from_secs(600);
+
+#[tokio::test]
+async fn a_node_name_belongs_to_one_live_node_at_a_time() {
+    let engines = Engines::start();
+    let store = PgStore::connect(engines.database_url()).await.unwrap();
+    let first = store.join_cluster("alpha", LONG, None).await.unwrap();
+    let err = store.join_cluster("alpha", LONG, None).await.unwrap_err();
+    assert!(matches!(err, PgError::NameTaken { .. }), "{err:?}");
+    assert!(err.to_string().contains("alpha"), "{err}");
+    assert!(store.heartbeat(&first).await.unwrap().is_empty());
+    // A node whose lease has run out (a zero lease runs out at once) gives its name up.
+    let lapsed = store
+        .join_cluster("beta", Duration::ZERO, None)
+        .await
+        .unwrap();
+    let successor = store.join_cluster("beta", LONG, None).await.unwrap();
+    let err = store.heartbeat(&lapsed).await.unwrap_err();
+    assert!(matches!(err, PgError::Superseded { .. }), "{err:?}");
+    assert!(store.claim_agents(&lapsed).await.is_err());
+    assert!(store.heartbeat(&successor).await.is_ok());
+}
+
+#[tokio::test]
+async fn agents_are_shared_among_nodes_and_move_when_a_node_dies_or_leaves() {
+    let engines = Engines::start();
+    let url = engines.database_url();
+    let store = PgStore::connect(url).await.unwrap();
+    let agents = add_agents(url, "worker", 10, "running").await;
+    add_agents(url, "done", 2, "completed").await;
+
+    // A node with a zero lease is dead as soon as it has claimed: alone, it takes every agent.
+    let dead = store
+        .join_cluster("dead", Duration::ZERO, None)
+        .await
+        .unwrap();
+    let taken = store.claim_agents(&dead).await.unwrap();
+    assert_eq!(taken.len(), 10);
+    assert!(taken.iter().all(|l| l.epoch == 1));
+
+    // Three live nodes claim at once: each takes at most its share (10 over 3, rounded up),
+    // none takes an agent another took, and the dead node's agents all move, a new epoch each.
+    let a = store.join_cluster("a", LONG, None).await.unwrap();
+    let b = store.join_cluster("b", LONG, None).await.unwrap();
+    let c = store.join_cluster("c", LONG, Some(3)).await.unwrap();
+    let (ta, tb, tc) = tokio::join!(
+        store.claim_agents(&a),
+        store.claim_agents(&b),
+        store.claim_agents(&c)
+    );
+    let (ta, tb, tc) = (ta.unwrap(), tb.unwrap(), tc.unwrap());
+    assert!(
+        ta.len() <= 4 && tb.len() <= 4 && tc.len() <= 3,
+        "{ta:?} {tb:?} {tc:?}"
+    );
+    // Whoever claimed first left some for the others; a second round takes the rest.
+    let rest = [
+        store.claim_agents(&a).await.unwrap(),
+        store.claim_agents(&b).await.unwrap(),
+        store.claim_agents(&c).await.unwrap(),
+    ];
+    let leases = store.agent_leases().await.unwrap();
+    let owners: BTreeMap<String, String> = leases
+        .iter()
+        .map(|l| (l.agent.as_str().to_owned(), l.node.clone()))
+        .collect();
+    assert_eq!(
+        owners.keys().cloned().collect::<Vec<_>>(),
+        agents,
+        "{leases:?} {rest:?}"
+    );
+    assert!(
+        leases.iter().all(|l| l.epoch == 2 && !l.expired),
+        "{leases:?}"
+    );
+    let count = |node: &str| owners.values().filter(|n| *n == node).count();
+    assert_eq!(
+        (count("dead"), count("a") + count("b") + count("c")),
+        (0, 10)
+    );
+    assert!(
+        count("a") <= 4 && count("b") <= 4 && count("c") <= 3,
+        "{owners:?}"
+    );
+
+    // A heartbeat renews what a node holds and says what that is.
+    let held = store.heartbeat(&b).await.unwrap();
+    assert_eq!(held.len(), count("b"));
+
+    // `a` leaves gracefully: its agents are free at once, and `b` and `c` take them.
+    let released = store.release_agents(&a).await.unwrap();
+    assert_eq!(released as usize, count("a"));
+    assert!(
+        store.claim_agents(&a).await.unwrap().is_empty(),
+        "a draining node claims nothing"
+    );
+    store.claim_agents(&b).await.unwrap();
+    store.claim_agents(&c).await.unwrap();
+    let nodes = store.cluster_nodes().await.unwrap();
+    let status = |name: &str, alive: bool, draining: bool, agents: i64| NodeStatus {
+        name: name.into(),
+        alive,
+        draining,
+        agents,
+    };
+    // `c` is capped at 3, so `b` takes the other 7.
+    assert_eq!(
+        nodes,
+        [
+            status("a", true, true, 0),
+            status("b", true, false, 7),
+            status("c", true, false, 3),
+            status("dead", false, false, 0),
+        ]
+    );
 }
