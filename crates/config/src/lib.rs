@@ -9,6 +9,7 @@
 mod agent;
 mod bot;
 mod channels;
+mod cluster;
 mod daemon;
 mod discord;
 mod error;
@@ -38,6 +39,7 @@ pub use agent::AgentConfig;
 pub use channels::{
     ChannelConfig, ChannelKind, DEFAULT_AGENT_COOLDOWN_SECS, IrcConfig, Route, valid_nick,
 };
+pub use cluster::{ClusterConfig, DEFAULT_LEASE_SECS};
 pub use daemon::{ApprovalsConfig, DaemonConfig, DashboardConfig, MetricsConfig, TlsSource};
 pub use discord::DiscordConfig;
 pub use error::ConfigError;

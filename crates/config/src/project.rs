@@ -10,7 +10,7 @@ use std::path::Path;
 pub(crate) const MAX_PROJECT_FILE: u64 = 1024 * 1024;
 
 /// Key families a project file may set only when trusted: (prefix, shown as, why).
-const RESTRICTED: [(&str, &str, &str); 20] = [
+const RESTRICTED: [(&str, &str, &str); 21] = [
     (
         "prices",
         "prices.*",
@@ -94,6 +94,11 @@ const RESTRICTED: [(&str, &str, &str); 20] = [
         "it could wake your agents on a schedule, spending your budget",
     ),
     ("jobs", "jobs.*", "it could fail every turn as stuck"),
+    (
+        "cluster",
+        "cluster.*",
+        "it could hand your agents' state and messages to another server",
+    ),
     (
         "mcp",
         "mcp.*",

@@ -38,6 +38,7 @@ pub(crate) struct ConfigToml {
     pub scheduler: Option<crate::routines::SchedulerToml>,
     pub heartbeat: Option<crate::heartbeat::HeartbeatToml>,
     pub jobs: Option<crate::heartbeat::JobsToml>,
+    pub cluster: Option<crate::cluster::ClusterToml>,
     pub skills: Option<crate::skills::SkillsToml>,
     pub mcp: Option<crate::mcp::McpToml>,
     #[serde(default)]

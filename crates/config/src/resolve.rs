@@ -123,6 +123,8 @@ pub struct Config {
     pub heartbeat: Option<crate::heartbeat::HeartbeatConfig>,
     /// `[jobs]`.
     pub jobs: crate::heartbeat::JobsConfig,
+    /// `[cluster]`, when enabled: this node runs in cluster mode.
+    pub cluster: Option<crate::cluster::ClusterConfig>,
     /// `[skills]`.
     pub skills: crate::skills::SkillsConfig,
     /// `[mcp]`: the MCP servers agents may use.
@@ -291,6 +293,12 @@ impl Config {
             &origin_of,
         )?;
         let jobs = crate::heartbeat::resolve_jobs(parsed.jobs.unwrap_or_default(), &origin_of)?;
+        let cluster = crate::cluster::resolve(
+            parsed.cluster,
+            &opts.env,
+            &crate::cluster::host_name,
+            &origin_of,
+        )?;
         let skills = crate::skills::resolve_skills(parsed.skills.unwrap_or_default(), &origin_of)?;
         let mcp = crate::mcp::resolve(
             parsed.mcp.unwrap_or_default(),
@@ -351,6 +359,7 @@ impl Config {
             routines,
             heartbeat,
             jobs,
+            cluster,
             skills,
             mcp,
             files: merged.files,

@@ -1,4 +1,5 @@
-//! `reef doctor`: checks configuration, store, provider reachability and sandbox support.
+//! `reef doctor`: checks configuration, store, provider reachability and sandbox support, and
+//! in cluster mode both engines: PostgreSQL (connected and migrated) and NATS (JetStream on).
 
 use crate::exit;
 use crate::home;
@@ -70,6 +71,10 @@ pub async fn doctor(overrides: &[String], json: bool) -> anyhow::Result<u8> {
             }),
         }
         checks.push(provider_check(config).await);
+        if let Some(cluster) = &config.cluster {
+            checks.push(database_check(cluster).await);
+            checks.push(bus_check(cluster).await);
+        }
     }
     checks.push(isolation_check(config.as_ref()).await);
 
@@ -230,5 +235,86 @@ async fn provider_check(config: &reef_config::Config) -> Check {
             status: Status::Fail,
             detail: format!("{err} ({key})"),
         },
+    }
+}
+
+/// Cluster mode's PostgreSQL: reachable, logged into, and at reef's schema (migrated if not).
+async fn database_check(cluster: &reef_config::ClusterConfig) -> Check {
+    let password = cluster.database_password.as_ref().map(|p| p.expose());
+    match reef_store::PgStore::connect(&cluster.database_url, password).await {
+        Ok(store) => match store.schema_version().await {
+            Ok(version) => Check {
+                name: "database",
+                status: Status::Ok,
+                detail: format!("PostgreSQL {} (schema v{version})", store.target()),
+            },
+            Err(err) => Check {
+                name: "database",
+                status: Status::Fail,
+                detail: err.to_string(),
+            },
+        },
+        Err(err) => Check {
+            name: "database",
+            status: Status::Fail,
+            detail: err.to_string(),
+        },
+    }
+}
+
+/// How long the bus check waits for NATS to greet.
+const BUS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Cluster mode's NATS: it answers on `nats_url` with its greeting, and JetStream is on.
+async fn bus_check(cluster: &reef_config::ClusterConfig) -> Check {
+    let fail = |detail: String| Check {
+        name: "bus",
+        status: Status::Fail,
+        detail,
+    };
+    let address = cluster
+        .nats_url
+        .split_once("://")
+        .map_or(cluster.nats_url.as_str(), |(_, rest)| rest)
+        .trim_end_matches('/');
+    let address = if address.contains(':') {
+        address.to_owned()
+    } else {
+        format!("{address}:4222")
+    };
+    let greeting = tokio::time::timeout(BUS_WAIT, async {
+        use tokio::io::AsyncBufReadExt as _;
+        let stream = tokio::net::TcpStream::connect(&address).await?;
+        let mut line = String::new();
+        tokio::io::BufReader::new(stream)
+            .read_line(&mut line)
+            .await?;
+        Ok::<_, std::io::Error>(line)
+    })
+    .await;
+    let line = match greeting {
+        Err(_) => return fail(format!("NATS at {address} did not greet within 5 s")),
+        Ok(Err(err)) => return fail(format!("cannot reach NATS at {address}: {err}")),
+        Ok(Ok(line)) => line,
+    };
+    let Some(info) = line
+        .strip_prefix("INFO ")
+        .and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok())
+    else {
+        return fail(format!(
+            "{address} does not speak NATS (it said {:?})",
+            line.trim()
+        ));
+    };
+    let version = info["version"].as_str().unwrap_or("unknown version");
+    if info["jetstream"].as_bool() != Some(true) {
+        return fail(format!(
+            "NATS {version} at {address} runs without JetStream; start it with -js"
+        ));
+    }
+    Check {
+        name: "bus",
+        status: Status::Ok,
+        detail: format!("NATS {version} at {address}, JetStream on"),
     }
 }

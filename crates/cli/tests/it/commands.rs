@@ -1,7 +1,7 @@
 //! `config show`, `sessions`, `doctor` and `chat`.
 
 use crate::{config_for, home_for, reef};
-use reef_test_support::{MockLlm, MockReply, TestHome};
+use reef_test_support::{Engines, MockLlm, MockReply, TestHome};
 use serde_json::Value;
 
 #[test]
@@ -81,6 +81,83 @@ fn doctor_checks_config_store_provider_and_isolation() {
     let out = reef(&home).args(["doctor"]).assert().code(1);
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(stdout.contains("[FAIL] provider"), "{stdout}");
+}
+
+#[test]
+fn doctor_checks_both_engines_in_cluster_mode() {
+    let mock = MockLlm::start_blocking(vec![]);
+    let engines = Engines::start();
+    let home = TestHome::new();
+    let cluster = |database: &str, nats: &str| {
+        format!(
+            "{}\n[cluster]\nenabled = true\nnode_name = \"n1\"\ndatabase_url = \"{database}\"\n\
+             nats_url = \"{nats}\"\n",
+            config_for(&mock, "openai-chat", true)
+        )
+    };
+    home.write_config(&cluster(engines.database_url(), engines.nats_url()));
+    let out = reef(&home).args(["doctor", "--json"]).assert().success();
+    let checks: Vec<Value> = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "config",
+            "store",
+            "provider",
+            "database",
+            "bus",
+            "isolation"
+        ]
+    );
+    assert_eq!(checks[3]["status"], "ok", "{}", checks[3]);
+    assert!(
+        checks[3]["detail"].as_str().unwrap().contains("(schema v"),
+        "{}",
+        checks[3]
+    );
+    assert_eq!(checks[4]["status"], "ok", "{}", checks[4]);
+    assert!(
+        checks[4]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("JetStream on"),
+        "{}",
+        checks[4]
+    );
+
+    // Neither engine answering: two failures, each naming its address, and exit 1.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    home.write_config(&cluster(
+        &format!("postgres://reef@127.0.0.1:{closed}/reef"),
+        &format!("nats://127.0.0.1:{closed}"),
+    ));
+    let out = reef(&home).args(["doctor"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let line = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(&format!("] {name}")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (database, bus) = (line("database"), line("bus"));
+    assert!(
+        database.starts_with("[FAIL]") && database.contains(&format!("127.0.0.1:{closed}/reef")),
+        "{stdout}"
+    );
+    assert!(
+        bus.starts_with("[FAIL]") && bus.contains(&format!("NATS at 127.0.0.1:{closed}")),
+        "{stdout}"
+    );
+    // The daemon does not run on a cluster yet, and says so rather than running alone.
+    let out = reef(&home).args(["serve"]).assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("cluster.enabled"), "{stderr}");
 }
 
 #[test]

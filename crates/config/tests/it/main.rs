@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
 mod channels;
+mod cluster;
 mod context;
 mod daemon_api;
 mod errors;

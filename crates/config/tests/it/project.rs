@@ -6,7 +6,7 @@ use reef_config::{ConfigError, Origin, SandboxBackendName, TrustStatus};
 use std::path::Path;
 
 /// Every refused family, with a project file setting it and the key the error must name.
-const REFUSED: [(&str, &str); 14] = [
+const REFUSED: [(&str, &str); 15] = [
     ("[sandbox]\nbackend = \"none\"\n", "sandbox.backend"),
     ("[sandbox]\nwritable = [\"/\"]\n", "sandbox.writable"),
     ("[sandbox]\nnetwork = \"full\"\n", "sandbox.network"),
@@ -39,6 +39,10 @@ const REFUSED: [(&str, &str); 14] = [
         "channels.irc.server",
     ),
     ("[operators]\nirc = [\"*!*@*\"]\n", "operators.irc"),
+    (
+        "[cluster]\ndatabase_url = \"postgres://reef@attacker.example/reef\"\n",
+        "cluster.database_url",
+    ),
 ];
 
 fn project_file(fx: &Fixture) -> std::path::PathBuf {

@@ -100,9 +100,10 @@ impl std::fmt::Debug for PgStore {
 
 impl PgStore {
     /// Connects to the database at `url` (`postgres://user[:password]@host[:port]/database`,
-    /// with libpq's parameters such as `sslmode`) and migrates it to reef's schema. Fails when
-    /// the server cannot be reached: the caller decides whether to wait and retry.
-    pub async fn connect(url: &str) -> Result<PgStore, PgError> {
+    /// with libpq's parameters such as `sslmode`), logging in with `password` when given, and
+    /// migrates it to reef's schema. Fails when the server cannot be reached: the caller
+    /// decides whether to wait and retry.
+    pub async fn connect(url: &str, password: Option<&str>) -> Result<PgStore, PgError> {
         let mut config: tokio_postgres::Config =
             url.parse().map_err(|e: tokio_postgres::Error| {
                 PgError::Url(format!("not a PostgreSQL URL: {e}"))
@@ -112,6 +113,9 @@ impl PgStore {
         }
         if config.get_dbname().is_none() {
             return Err(PgError::Url("names no database".into()));
+        }
+        if let Some(password) = password {
+            config.password(password);
         }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);

@@ -76,7 +76,9 @@ async fn postgres_columns(url: &str) -> BTreeSet<(String, String)> {
 #[tokio::test]
 async fn the_postgres_schema_has_every_table_and_column_of_the_sqlite_one() {
     let engines = Engines::start();
-    let store = PgStore::connect(engines.database_url()).await.unwrap();
+    let store = PgStore::connect(engines.database_url(), None)
+        .await
+        .unwrap();
     assert_eq!(store.schema_version().await.unwrap(), 2);
     let sqlite = sqlite_columns();
     assert!(sqlite.len() > 150, "{} columns", sqlite.len());
@@ -100,15 +102,15 @@ async fn nodes_starting_together_migrate_once() {
     let engines = Engines::start();
     let url = engines.database_url();
     let (a, b, c) = tokio::join!(
-        PgStore::connect(url),
-        PgStore::connect(url),
-        PgStore::connect(url)
+        PgStore::connect(url, None),
+        PgStore::connect(url, None),
+        PgStore::connect(url, None)
     );
     for store in [a, b, c] {
         assert_eq!(store.unwrap().schema_version().await.unwrap(), 2);
     }
     // A node started later finds the schema as it is.
-    let again = PgStore::connect(url).await.unwrap();
+    let again = PgStore::connect(url, None).await.unwrap();
     assert_eq!(again.schema_version().await.unwrap(), 2);
     let applied: i64 = connect(url)
         .await
@@ -127,7 +129,7 @@ async fn an_unreachable_database_and_a_bad_url_are_named() {
         .local_addr()
         .unwrap()
         .port();
-    let err = PgStore::connect(&format!("postgres://reef@127.0.0.1:{port}/reef"))
+    let err = PgStore::connect(&format!("postgres://reef@127.0.0.1:{port}/reef"), None)
         .await
         .unwrap_err();
     assert!(matches!(err, PgError::Connect { .. }), "{err:?}");
@@ -140,7 +142,7 @@ async fn an_unreachable_database_and_a_bad_url_are_named() {
         ("mysql://reef@localhost/reef", "not a PostgreSQL URL"),
         ("postgres://reef@127.0.0.1:5432", "names no database"),
     ] {
-        let err = PgStore::connect(url).await.unwrap_err();
+        let err = PgStore::connect(url, None).await.unwrap_err();
         assert!(matches!(err, PgError::Url(_)), "{url}: {err:?}");
         let message = err.to_string();
         assert!(
@@ -177,7 +179,9 @@ const LONG: Duration = Duration::from_secs(600);
 #[tokio::test]
 async fn a_node_name_belongs_to_one_live_node_at_a_time() {
     let engines = Engines::start();
-    let store = PgStore::connect(engines.database_url()).await.unwrap();
+    let store = PgStore::connect(engines.database_url(), None)
+        .await
+        .unwrap();
     let first = store.join_cluster("alpha", LONG, None).await.unwrap();
     let err = store.join_cluster("alpha", LONG, None).await.unwrap_err();
     assert!(matches!(err, PgError::NameTaken { .. }), "{err:?}");
@@ -199,7 +203,7 @@ async fn a_node_name_belongs_to_one_live_node_at_a_time() {
 async fn agents_are_shared_among_nodes_and_move_when_a_node_dies_or_leaves() {
     let engines = Engines::start();
     let url = engines.database_url();
-    let store = PgStore::connect(url).await.unwrap();
+    let store = PgStore::connect(url, None).await.unwrap();
     let agents = add_agents(url, "worker", 10, "running").await;
     add_agents(url, "done", 2, "completed").await;
 
