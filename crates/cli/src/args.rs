@@ -88,6 +88,12 @@ pub enum Command {
         #[command(subcommand)]
         command: ChannelsCommand,
     },
+    /// Cluster mode: the nodes and which node owns each agent, read from the cluster's
+    /// PostgreSQL (`[cluster]`).
+    Cluster {
+        #[command(subcommand)]
+        command: ClusterCommand,
+    },
     /// Local models: download from the verified catalogue, list, remove.
     Models {
         #[command(subcommand)]
@@ -156,6 +162,13 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum ChannelsCommand {
     /// Each configured channel: up, down (why, and when the next attempt is), or disabled.
+    Status(JsonFlag),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Each node (alive, draining, how many agents it holds) and each agent's lease (its
+    /// node, epoch, and whether it has run out).
     Status(JsonFlag),
 }
 

@@ -13,6 +13,7 @@ mod cap;
 mod channels;
 mod chat;
 mod client;
+mod cluster;
 mod config;
 mod connect;
 mod cost;
@@ -70,6 +71,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Channels {
             command: ChannelsCommand::Status(flag),
         } => channels::status(&cli.overrides, flag.json).await,
+        Command::Cluster {
+            command: crate::args::ClusterCommand::Status(flag),
+        } => cluster::status(&cli.overrides, flag.json).await,
         Command::Models { command } => models::models(&cli.overrides, command).await,
         Command::Memory { command } => memory::memory(&cli.overrides, command).await,
         Command::Audit { command } => audit::audit(&cli.overrides, command).await,

@@ -161,6 +161,70 @@ fn doctor_checks_both_engines_in_cluster_mode() {
 }
 
 #[test]
+fn cluster_status_shows_the_nodes_from_any_nodes_config() {
+    let mock = MockLlm::start_blocking(vec![]);
+    let home = TestHome::new();
+    // Without cluster mode there is no cluster to show.
+    home.write_config(&config_for(&mock, "openai-chat", true));
+    let out = reef(&home).args(["cluster", "status"]).assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("[cluster] enabled = true"), "{stderr}");
+
+    let engines = Engines::start();
+    home.write_config(&format!(
+        "{}\n[cluster]\nenabled = true\ndatabase_url = \"{}\"\nnats_url = \"{}\"\n",
+        config_for(&mock, "openai-chat", true),
+        engines.database_url(),
+        engines.nats_url()
+    ));
+    let out = reef(&home).args(["cluster", "status"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("no node has joined"), "{stdout}");
+
+    // Two nodes join (as `reef serve --cluster` will), one of them leaving.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = reef_store::PgStore::connect(engines.database_url(), None)
+            .await
+            .unwrap();
+        store
+            .join_cluster("eu-1", std::time::Duration::from_secs(600), None)
+            .await
+            .unwrap();
+        let leaving = store
+            .join_cluster("eu-2", std::time::Duration::from_secs(600), Some(5))
+            .await
+            .unwrap();
+        store.release_agents(&leaving).await.unwrap();
+    });
+    let out = reef(&home)
+        .args(["cluster", "status", "--json"])
+        .assert()
+        .success();
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(
+        report["nodes"],
+        serde_json::json!([
+            {"name": "eu-1", "alive": true, "draining": false, "agents": 0},
+            {"name": "eu-2", "alive": true, "draining": true, "agents": 0},
+        ]),
+        "{report}"
+    );
+    assert_eq!(report["leases"], serde_json::json!([]));
+    let out = reef(&home).args(["cluster", "status"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("eu-2"))
+        .unwrap_or_default();
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        ["eu-2", "yes", "yes", "0"],
+        "{stdout}"
+    );
+}
+
+#[test]
 fn chat_runs_turns_and_slash_commands() {
     let mock = MockLlm::start_blocking(vec![
         MockReply::text("hi there"),

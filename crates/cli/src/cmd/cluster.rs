@@ -1,0 +1,77 @@
+//! `reef cluster status`: the cluster's nodes and the placement of its agents, read from its
+//! PostgreSQL (any node's configuration reaches the same database).
+
+use crate::exit::{self, Exit};
+use crate::home;
+use serde_json::json;
+
+pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
+    let config = home::load_config(overrides)?;
+    let Some(cluster) = &config.cluster else {
+        return Err(Exit::usage(
+            "reef cluster status needs cluster mode: set [cluster] enabled = true with \
+             database_url and nats_url",
+        ));
+    };
+    let password = cluster.database_password.as_ref().map(|p| p.expose());
+    let store = reef_store::PgStore::connect(&cluster.database_url, password)
+        .await
+        .map_err(|e| Exit::runtime(e.to_string()))?;
+    let nodes = store
+        .cluster_nodes()
+        .await
+        .map_err(|e| Exit::runtime(e.to_string()))?;
+    let leases = store
+        .agent_leases()
+        .await
+        .map_err(|e| Exit::runtime(e.to_string()))?;
+    if json {
+        let report = json!({
+            "database": store.target(),
+            "nodes": nodes.iter().map(|n| json!({
+                "name": n.name,
+                "alive": n.alive,
+                "draining": n.draining,
+                "agents": n.agents,
+            })).collect::<Vec<_>>(),
+            "leases": leases.iter().map(|l| json!({
+                "agent": l.agent.as_str(),
+                "node": l.node,
+                "epoch": l.epoch,
+                "expired": l.expired,
+            })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(exit::OK);
+    }
+    println!("cluster database: PostgreSQL {}", store.target());
+    if nodes.is_empty() {
+        println!("no node has joined");
+    } else {
+        println!("{:<24}  {:<6}  {:<8}  agents", "node", "alive", "draining");
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        for n in &nodes {
+            println!(
+                "{:<24}  {:<6}  {:<8}  {}",
+                n.name,
+                yes(n.alive),
+                yes(n.draining),
+                n.agents
+            );
+        }
+    }
+    if !leases.is_empty() {
+        println!();
+        println!("{:<40}  {:<24}  {:<6}  lease", "agent", "node", "epoch");
+        for l in &leases {
+            println!(
+                "{:<40}  {:<24}  {:<6}  {}",
+                l.agent.as_str(),
+                l.node,
+                l.epoch,
+                if l.expired { "expired" } else { "live" }
+            );
+        }
+    }
+    Ok(exit::OK)
+}
