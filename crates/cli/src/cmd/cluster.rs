@@ -14,17 +14,13 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
         ));
     };
     let password = cluster.database_password.as_ref().map(|p| p.expose());
-    let store = reef_store::PgStore::connect(&cluster.database_url, password)
-        .await
-        .map_err(|e| Exit::runtime(e.to_string()))?;
-    let nodes = store
-        .cluster_nodes()
-        .await
-        .map_err(|e| Exit::runtime(e.to_string()))?;
-    let leases = store
-        .agent_leases()
-        .await
-        .map_err(|e| Exit::runtime(e.to_string()))?;
+    let read = async {
+        let store = reef_store::PgStore::connect(&cluster.database_url, password).await?;
+        let nodes = store.cluster_nodes().await?;
+        let leases = store.agent_leases().await?;
+        Ok::<_, reef_store::PgError>((store, nodes, leases))
+    };
+    let (store, nodes, leases) = read.await.map_err(|e| Exit::runtime(e.to_string()))?;
     if json {
         let report = json!({
             "database": store.target(),

@@ -241,18 +241,16 @@ async fn provider_check(config: &reef_config::Config) -> Check {
 /// Cluster mode's PostgreSQL: reachable, logged into, and at reef's schema (migrated if not).
 async fn database_check(cluster: &reef_config::ClusterConfig) -> Check {
     let password = cluster.database_password.as_ref().map(|p| p.expose());
-    match reef_store::PgStore::connect(&cluster.database_url, password).await {
-        Ok(store) => match store.schema_version().await {
-            Ok(version) => Check {
-                name: "database",
-                status: Status::Ok,
-                detail: format!("PostgreSQL {} (schema v{version})", store.target()),
-            },
-            Err(err) => Check {
-                name: "database",
-                status: Status::Fail,
-                detail: err.to_string(),
-            },
+    let reached = async {
+        let store = reef_store::PgStore::connect(&cluster.database_url, password).await?;
+        let version = store.schema_version().await?;
+        Ok::<_, reef_store::PgError>(format!("PostgreSQL {} (schema v{version})", store.target()))
+    };
+    match reached.await {
+        Ok(detail) => Check {
+            name: "database",
+            status: Status::Ok,
+            detail,
         },
         Err(err) => Check {
             name: "database",
