@@ -3,10 +3,10 @@
 
 use crate::error::StoreError;
 use crate::events::insert_event;
+use crate::sql::{Conn, OptionalExtension, Row, TransactionBehavior, params};
 use crate::store::Store;
 use crate::store::from_sql_int;
 use reef_core::{AgentId, AgentState, Budget, Capabilities, SessionId, Usage};
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::json;
 
@@ -131,9 +131,9 @@ impl Store {
     pub async fn list_agents(&self) -> Result<Vec<AgentRecord>, StoreError> {
         self.run(|db| {
             let mut stmt = db.conn.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM agents ORDER BY created_at, rowid"
+                "SELECT {COLUMNS} FROM agents ORDER BY created_at, id"
             ))?;
-            let rows = stmt.query_map([], raw_agent)?;
+            let rows = stmt.query_map(params![], raw_agent)?;
             let mut out = Vec::new();
             for row in rows {
                 out.push(row?.decode()?);
@@ -336,7 +336,7 @@ fn to_json<T: Serialize>(value: &T, what: &str) -> Result<String, StoreError> {
 }
 
 fn agent_where(
-    conn: &Connection,
+    conn: &Conn,
     condition: &str,
     value: &str,
 ) -> Result<Option<AgentRecord>, StoreError> {
@@ -365,7 +365,7 @@ struct RawAgent {
     ephemeral: bool,
 }
 
-fn raw_agent(r: &Row<'_>) -> rusqlite::Result<RawAgent> {
+fn raw_agent(r: &Row<'_>) -> crate::sql::Result<RawAgent> {
     Ok(RawAgent {
         id: r.get(0)?,
         name: r.get(1)?,
@@ -413,7 +413,7 @@ impl RawAgent {
 }
 
 /// The name of agent `id` (its id when it no longer exists).
-pub(crate) fn agent_name(conn: &Connection, id: &AgentId) -> Result<String, StoreError> {
+pub(crate) fn agent_name(conn: &Conn, id: &AgentId) -> Result<String, StoreError> {
     let name: Option<String> = conn
         .prepare_cached("SELECT name FROM agents WHERE id = ?1")?
         .query_row(params![id.as_str()], |r| r.get(0))
@@ -423,7 +423,7 @@ pub(crate) fn agent_name(conn: &Connection, id: &AgentId) -> Result<String, Stor
 
 /// Ends every open job whose work is `agent`'s as `state` with `reason`.
 fn end_open_jobs_in(
-    tx: &Connection,
+    tx: &Conn,
     now: &str,
     agent: &AgentId,
     state: crate::jobs::JobState,

@@ -4,9 +4,9 @@
 
 use crate::audit::insert_audit;
 use crate::error::StoreError;
+use crate::sql::{OptionalExtension, Row, TransactionBehavior, params};
 use crate::store::Store;
 use reef_security::api_token::Scope;
-use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 use serde_json::json;
 
 /// A token to keep: never its text, only its hash.
@@ -33,7 +33,7 @@ pub struct ApiTokenRecord {
 
 const COLUMNS: &str = "id, name, scope, rate, created_at, revoked_at";
 
-fn record(row: &Row<'_>) -> rusqlite::Result<(ApiTokenRecord, String)> {
+fn record(row: &Row<'_>) -> crate::sql::Result<(ApiTokenRecord, String)> {
     let scope: String = row.get(2)?;
     let rate: Option<i64> = row.get(3)?;
     Ok((
@@ -119,8 +119,8 @@ impl Store {
                 .prepare_cached(&format!(
                     "SELECT {COLUMNS} FROM api_tokens ORDER BY created_at, name"
                 ))?
-                .query_map([], record)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
+                .query_map(params![], record)?
+                .collect::<crate::sql::Result<Vec<_>>>()?;
             rows.into_iter().map(with_scope).collect()
         })
         .await

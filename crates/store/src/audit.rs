@@ -7,12 +7,12 @@
 //! configuration loaded; denials) are appended directly.
 
 use crate::error::StoreError;
+use crate::sql::{Conn, OptionalExtension, TransactionBehavior, params};
 use crate::store::{Store, from_sql_int, to_sql_int};
 use reef_security::audit::{
     AuditFields, AuditKey, ChainBreak, ChainCheck, ChainStart, GENESIS, decode_hex, hex, link,
     seal, sha256_hex,
 };
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -114,84 +114,59 @@ pub(crate) fn audit_view(kind: &str, data: &Value) -> Option<Value> {
 /// Appends a record inside the caller's transaction, chained to the newest one; returns its
 /// seq. `agent` is the agent's name as it will be kept (see [`agent_name`]).
 pub(crate) fn insert_audit(
-    conn: &Connection,
+    conn: &Conn,
     now: &str,
     kind: &str,
     agent: Option<&str>,
     data: &Value,
 ) -> Result<u64, StoreError> {
-    let name = agent;
     let head = head(conn)?;
     let seq = head.seq.saturating_add(1);
     let data = data.to_string();
+    let fields = AuditFields {
+        seq,
+        at: now,
+        kind,
+        agent,
+        data: &data,
+    };
+    let hash = hex(&link(&conn.audit_key, &head.hash, &fields));
     conn.prepare_cached(
         "INSERT INTO audit (seq, at, kind, agent, data, prev, hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, reef_audit_link(?6, ?1, ?2, ?3, ?4, ?5))",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
         to_sql_int(seq),
         now,
         kind,
-        name,
+        agent,
         data,
-        hex(&head.hash)
+        hex(&head.hash),
+        hash
     ])?;
     Ok(seq)
 }
 
-/// Gives `conn` the SQL function `reef_audit_link(prev, seq, at, kind, agent, data)`: the
-/// hash (hex) of a record with those fields following `prev`, under `key`. Every write path
-/// that appends an event thus extends the chain without the key being passed around, and the
-/// key never leaves the process (it is not in the database). The function cannot be used by
-/// triggers or views stored in the database.
-pub(crate) fn install_link(conn: &Connection, key: AuditKey) -> rusqlite::Result<()> {
-    use rusqlite::functions::FunctionFlags;
-    conn.create_scalar_function(
-        "reef_audit_link",
-        6,
-        FunctionFlags::SQLITE_UTF8
-            | FunctionFlags::SQLITE_DETERMINISTIC
-            | FunctionFlags::SQLITE_DIRECTONLY,
-        move |ctx| {
-            let prev: String = ctx.get(0)?;
-            let seq: i64 = ctx.get(1)?;
-            let at: String = ctx.get(2)?;
-            let kind: String = ctx.get(3)?;
-            let agent: Option<String> = ctx.get(4)?;
-            let data: String = ctx.get(5)?;
-            let prev = decode_hex(&prev).unwrap_or(GENESIS);
-            let fields = AuditFields {
-                seq: u64::try_from(seq).unwrap_or(0),
-                at: &at,
-                kind: &kind,
-                agent: agent.as_deref(),
-                data: &data,
-            };
-            Ok(hex(&link(&key, &prev, &fields)))
-        },
-    )
-}
-
 /// The name of the agent with id `id`, if it exists: records keep names, which stay readable
 /// after the agent is destroyed.
-pub(crate) fn agent_name(conn: &Connection, id: &str) -> Result<Option<String>, StoreError> {
+pub(crate) fn agent_name(conn: &Conn, id: &str) -> Result<Option<String>, StoreError> {
     Ok(conn
         .prepare_cached("SELECT name FROM agents WHERE id = ?1")?
-        .query_row(params![id], |r| r.get::<_, String>(0))
+        .query_row(params![id], |r| r.get::<String>(0))
         .optional()?)
 }
 
 /// The newest record, or the checkpoint when pruning removed every record, or the start.
-fn head(conn: &Connection) -> Result<ChainStart, StoreError> {
+fn head(conn: &Conn) -> Result<ChainStart, StoreError> {
     let newest: Option<(i64, String)> = conn
         .prepare_cached("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(params![], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     let newest = match newest {
         Some(row) => Some(row),
         None => conn
             .prepare_cached("SELECT seq, hash FROM audit_checkpoint WHERE id = 1")?
-            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row(params![], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?,
     };
     match newest {
@@ -206,8 +181,16 @@ fn head(conn: &Connection) -> Result<ChainStart, StoreError> {
 
 type Row = (i64, String, String, Option<String>, String, String, String);
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
-    r.try_into()
+fn row(r: &crate::sql::Row<'_>) -> crate::sql::Result<Row> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
 }
 
 impl Store {
@@ -272,11 +255,11 @@ impl Store {
         self.run(move |db| {
             let mut stmt = db.conn.prepare_cached(
                 "SELECT seq, at, kind, agent, data, prev, hash FROM audit
-                 WHERE (?1 IS NULL OR agent = ?1)
-                   AND (?2 IS NULL OR kind = ?2)
-                   AND (?3 IS NULL OR substr(kind, 1, length(?3)) = ?3)
-                   AND (?4 IS NULL OR at >= ?4)
-                   AND (?5 IS NULL OR at < ?5)
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR agent = ?1)
+                   AND (CAST(?2 AS TEXT) IS NULL OR kind = ?2)
+                   AND (CAST(?3 AS TEXT) IS NULL OR substr(kind, 1, length(CAST(?3 AS TEXT))) = ?3)
+                   AND (CAST(?4 AS TEXT) IS NULL OR at >= ?4)
+                   AND (CAST(?5 AS TEXT) IS NULL OR at < ?5)
                  ORDER BY seq DESC LIMIT ?6",
             )?;
             let rows = stmt.query_map(
@@ -313,7 +296,7 @@ impl Store {
     /// where the chain breaks, if it does.
     pub async fn verify_audit(&self) -> Result<AuditVerdict, StoreError> {
         self.run(move |db| {
-            let key = db.audit_key.clone();
+            let key = db.conn.audit_key.clone();
             let tx = db.conn.transaction()?;
             let verdict = verify(&tx, key)?;
             tx.commit()?;
@@ -331,7 +314,7 @@ impl Store {
         let verdict = self.verify_audit().await?;
         self.run(move |db| {
             let now = db.clock.now();
-            let key = db.audit_key.clone();
+            let key = db.conn.audit_key.clone();
             let tx = db
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -390,10 +373,10 @@ impl Store {
     }
 }
 
-fn verify(conn: &Connection, key: AuditKey) -> Result<AuditVerdict, StoreError> {
+fn verify(conn: &Conn, key: AuditKey) -> Result<AuditVerdict, StoreError> {
     let checkpoint: Option<(i64, String, String)> = conn
         .prepare_cached("SELECT seq, hash, seal FROM audit_checkpoint WHERE id = 1")?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_row(params![], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
     let (mut check, checkpoint) = match checkpoint {
         None => (ChainCheck::new(key), None),
@@ -419,9 +402,8 @@ fn verify(conn: &Connection, key: AuditKey) -> Result<AuditVerdict, StoreError> 
     };
     let mut stmt = conn
         .prepare_cached("SELECT seq, at, kind, agent, data, prev, hash FROM audit ORDER BY seq")?;
-    let mut rows = stmt.query([])?;
-    while let Some(r) = rows.next()? {
-        let (seq, at, kind, agent, data, prev, hash) = row(r)?;
+    for r in stmt.query_map(params![], row)? {
+        let (seq, at, kind, agent, data, prev, hash) = r?;
         let seq = from_sql_int(seq, "audit seq")?;
         let fields = AuditFields {
             seq,

@@ -2,8 +2,8 @@
 //! channel whose platform replays what was not confirmed (a bot API's update offset).
 
 use crate::error::StoreError;
+use crate::sql::{OptionalExtension, params};
 use crate::store::Store;
-use rusqlite::{OptionalExtension, params};
 
 impl Store {
     /// The cursor kept for channel `name`.

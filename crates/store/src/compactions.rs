@@ -1,9 +1,9 @@
 //! Compaction rows: recording which messages of a session its context replaced, and listing them.
 
 use crate::error::StoreError;
+use crate::sql::{Row, TransactionBehavior, params};
 use crate::store::{Store, ensure_session, from_sql_int, last_seq, to_sql_int};
 use reef_core::{CompactionStrategy, CompactionTrigger, SessionId};
-use rusqlite::{Row, TransactionBehavior, params};
 use serde::Serialize;
 
 /// A compaction to record; the store adds the session, `after_seq` and the timestamp.
@@ -68,7 +68,7 @@ impl Store {
                 .prepare_cached(
                     "INSERT INTO compactions
                        (session_id, after_seq, from_seq, to_seq, strategy, trigger, summary,
-                        tokens_before, tokens_after, window, created_at)
+                        tokens_before, tokens_after, \"window\", created_at)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
                      RETURNING id",
                 )?
@@ -118,7 +118,7 @@ impl Store {
             ensure_session(&tx, &session)?;
             let mut stmt = tx.prepare_cached(
                 "SELECT id, after_seq, from_seq, to_seq, strategy, trigger, summary,
-                        tokens_before, tokens_after, window, created_at
+                        tokens_before, tokens_after, \"window\", created_at
                  FROM compactions WHERE session_id = ?1 ORDER BY id",
             )?;
             let rows = stmt.query_map(params![session.as_str()], CompactionRow::read)?;
@@ -186,7 +186,7 @@ struct CompactionRow {
 }
 
 impl CompactionRow {
-    fn read(r: &Row<'_>) -> rusqlite::Result<CompactionRow> {
+    fn read(r: &Row<'_>) -> crate::sql::Result<CompactionRow> {
         Ok(CompactionRow {
             id: r.get(0)?,
             after_seq: r.get(1)?,

@@ -81,7 +81,30 @@ pub enum StoreError {
     /// A stored row could not be decoded; the database was edited by hand or is damaged.
     #[error("corrupt row in the store: {0}; repair or delete the row")]
     Corrupt(String),
+    /// PostgreSQL failed (cluster mode); the message says whether to retry or what to fix.
+    #[error(transparent)]
+    Postgres(#[from] crate::pg::PgError),
+    /// The operation is not available on PostgreSQL yet (`at` names where it is in reef's
+    /// source); run it on a node's SQLite store, or outside cluster mode.
+    #[error("this operation is not available in cluster mode (PostgreSQL) yet ({at})")]
+    NotOnPostgres { at: String },
+    /// A query that returns one row returned none, where the store expected one.
+    #[error("the store found no row where it expected one: {0}")]
+    NoRow(String),
     /// The blocking database task panicked or was cancelled (the runtime is shutting down).
     #[error("store task failed: {0}")]
     Join(#[from] tokio::task::JoinError),
+}
+
+impl From<crate::sql::Error> for StoreError {
+    fn from(err: crate::sql::Error) -> StoreError {
+        match err {
+            crate::sql::Error::Sqlite(source) => StoreError::Sqlite(source),
+            crate::sql::Error::Postgres(source) => StoreError::Postgres(source),
+            crate::sql::Error::NoRows => StoreError::NoRow("a query returned no rows".into()),
+            crate::sql::Error::Column { index, message } => {
+                StoreError::Corrupt(format!("column {index}: {message}"))
+            }
+        }
+    }
 }

@@ -3,9 +3,9 @@
 //! are also written to the audit log in the same transaction (`audit.rs`).
 
 use crate::error::StoreError;
+use crate::sql::{Conn, params};
 use crate::store::{Store, from_sql_int, to_sql_int};
 use reef_core::AgentId;
-use rusqlite::{Connection, params};
 use serde::Serialize;
 
 /// One event as stored.
@@ -35,7 +35,7 @@ pub struct EventFilter {
 
 type EventRow = (i64, String, Option<String>, String, String);
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
+fn row(r: &crate::sql::Row<'_>) -> crate::sql::Result<EventRow> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
 }
 
@@ -53,22 +53,22 @@ fn stored((seq, kind, agent_id, data, created_at): EventRow) -> Result<StoredEve
 
 /// Appends one event inside the caller's transaction; returns its `seq`.
 pub(crate) fn insert_event(
-    conn: &Connection,
+    conn: &Conn,
     now: &str,
     kind: &str,
     agent: Option<&AgentId>,
     data: &serde_json::Value,
 ) -> Result<u64, StoreError> {
-    conn.prepare_cached(
-        "INSERT INTO events (kind, agent_id, data, created_at) VALUES (?1, ?2, ?3, ?4)",
-    )?
-    .execute(params![
-        kind,
-        agent.map(AgentId::as_str),
-        data.to_string(),
-        now
-    ])?;
-    let seq = from_sql_int(conn.last_insert_rowid(), "event seq")?;
+    let seq: i64 = conn
+        .prepare_cached(
+            "INSERT INTO events (kind, agent_id, data, created_at) VALUES (?1, ?2, ?3, ?4)
+             RETURNING seq",
+        )?
+        .query_row(
+            params![kind, agent.map(AgentId::as_str), data.to_string(), now],
+            |r| r.get(0),
+        )?;
+    let seq = from_sql_int(seq, "event seq")?;
     if let Some(kept) = crate::audit::audit_view(kind, data) {
         let name = match agent {
             // A destroyed agent's row is gone: its event names it.
@@ -103,7 +103,7 @@ impl Store {
             // An event that is also an audit record is written with it or not at all.
             let tx = db
                 .conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                .transaction_with_behavior(crate::sql::TransactionBehavior::Immediate)?;
             let seq = insert_event(&tx, &now, &kind, agent.as_ref(), &data)?;
             tx.commit()?;
             Ok(StoredEvent {
@@ -129,7 +129,7 @@ impl Store {
         self.run(move |db| {
             let mut stmt = db.conn.prepare_cached(
                 "SELECT seq, kind, agent_id, data, created_at FROM events
-                 WHERE seq > ?1 AND (?2 IS NULL OR agent_id = ?2)
+                 WHERE seq > ?1 AND (CAST(?2 AS TEXT) IS NULL OR agent_id = ?2)
                  ORDER BY seq LIMIT ?3",
             )?;
             let rows = stmt.query_map(
@@ -161,7 +161,7 @@ impl Store {
                     .conn
                     .prepare_cached(
                         "SELECT MIN(seq) FROM (SELECT seq FROM events
-                         WHERE (?1 IS NULL OR agent_id = ?1) ORDER BY seq DESC LIMIT ?2)",
+                         WHERE (CAST(?1 AS TEXT) IS NULL OR agent_id = ?1) ORDER BY seq DESC LIMIT ?2)",
                     )?
                     .query_row(params![agent.as_ref().map(AgentId::as_str), n], |r| {
                         r.get(0)
@@ -195,10 +195,10 @@ impl Store {
             };
             let mut stmt = db.conn.prepare_cached(
                 "SELECT seq, kind, agent_id, data, created_at FROM events
-                 WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR substr(kind, 1, length(?2)) = ?2)
-                   AND (?3 IS NULL OR agent_id = ?3)
-                   AND (?4 IS NULL OR created_at >= ?4) AND (?5 IS NULL OR created_at < ?5)
-                   AND (?6 IS NULL OR seq < ?6)
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR kind = ?1) AND (CAST(?2 AS TEXT) IS NULL OR substr(kind, 1, length(CAST(?2 AS TEXT))) = ?2)
+                   AND (CAST(?3 AS TEXT) IS NULL OR agent_id = ?3)
+                   AND (CAST(?4 AS TEXT) IS NULL OR created_at >= ?4) AND (CAST(?5 AS TEXT) IS NULL OR created_at < ?5)
+                   AND (CAST(?6 AS BIGINT) IS NULL OR seq < ?6)
                  ORDER BY seq DESC LIMIT ?7",
             )?;
             let rows = stmt.query_map(
@@ -224,7 +224,7 @@ impl Store {
             let seq: Option<i64> = db
                 .conn
                 .prepare_cached("SELECT MAX(seq) FROM events")?
-                .query_row([], |r| r.get(0))?;
+                .query_row(params![], |r| r.get(0))?;
             from_sql_int(seq.unwrap_or(0), "event seq")
         })
         .await

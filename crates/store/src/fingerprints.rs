@@ -1,9 +1,9 @@
 //! Secret fingerprints per agent: what a later session needs to redact a value it never read.
 
 use crate::error::StoreError;
+use crate::sql::params;
 use crate::store::{Store, from_sql_int, to_sql_int};
 use reef_core::SecretFingerprint;
-use rusqlite::params;
 
 /// When a secret was last given to a call, to whom and by which tool.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,7 +29,7 @@ impl Store {
             let now = db.clock.now();
             let tx = db
                 .conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                .transaction_with_behavior(crate::sql::TransactionBehavior::Immediate)?;
             insert_fingerprints(&tx, &now, &agent, &fingerprints)?;
             if audit {
                 crate::audit::insert_audit(&tx, &now, "secret.used", Some(&agent), &data)?;
@@ -51,13 +51,13 @@ impl Store {
                  FROM audit a, json_each(a.data, '$.names') j \
                  WHERE a.kind = 'secret.used' GROUP BY j.value",
             )?;
-            let rows = stmt.query_map([], |r| {
+            let rows = stmt.query_map(params![], |r| {
                 Ok((
-                    r.get::<_, String>(0)?,
+                    r.get::<String>(0)?,
                     LastSecretUse {
                         at: r.get(2)?,
                         agent: r.get(3)?,
-                        tool: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                        tool: r.get::<Option<String>>(4)?.unwrap_or_default(),
                     },
                 ))
             })?;
@@ -93,15 +93,15 @@ impl Store {
         self.run(move |db| {
             let mut stmt = db.conn.prepare_cached(
                 "SELECT name, len, probe, salt, hash FROM secret_fingerprints
-                 WHERE agent = ?1 ORDER BY created_at, rowid",
+                 WHERE agent = ?1 ORDER BY created_at, name, hash",
             )?;
             let rows = stmt.query_map(params![agent], |r| {
                 Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, Vec<u8>>(3)?,
-                    r.get::<_, Vec<u8>>(4)?,
+                    r.get::<String>(0)?,
+                    r.get::<i64>(1)?,
+                    r.get::<i64>(2)?,
+                    r.get::<Vec<u8>>(3)?,
+                    r.get::<Vec<u8>>(4)?,
                 ))
             })?;
             let mut out = Vec::new();
@@ -136,16 +136,15 @@ pub struct SecretUse<'a> {
 }
 
 fn insert_fingerprints(
-    tx: &rusqlite::Connection,
+    tx: &crate::sql::Conn,
     now: &str,
     agent: &str,
     fingerprints: &[SecretFingerprint],
 ) -> Result<(), StoreError> {
     for f in fingerprints {
         tx.prepare_cached(
-            "INSERT OR IGNORE INTO secret_fingerprints
-               (agent, name, len, probe, salt, hash, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO secret_fingerprints (agent, name, len, probe, salt, hash, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
         )?
         .execute(params![
             agent,

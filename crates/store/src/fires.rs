@@ -8,8 +8,8 @@ use crate::events::insert_event;
 use crate::inbox::{Letter, deliver_in};
 use crate::jobs::{JobEnd, JobState, end_job_in};
 use crate::routines::by_id_in;
+use crate::sql::{Conn, OptionalExtension, TransactionBehavior, params};
 use crate::store::{Store, from_sql_int, to_sql_int};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::json;
 
@@ -71,12 +71,7 @@ pub enum Claimed {
     AlreadyClaimed,
 }
 
-fn claim_in(
-    tx: &Connection,
-    now: &str,
-    now_ms: i64,
-    claim: &FireClaim,
-) -> Result<Claimed, StoreError> {
+fn claim_in(tx: &Conn, now: &str, now_ms: i64, claim: &FireClaim) -> Result<Claimed, StoreError> {
     let routine = by_id_in(tx, &claim.routine_id)?;
     if claim.advance_watermark && claim.scheduled_ms > routine.watermark_ms {
         tx.prepare_cached("UPDATE routines SET watermark_ms = ?1 WHERE id = ?2")?
@@ -102,7 +97,7 @@ fn claim_in(
             "SELECT id FROM jobs WHERE routine_id = ?1 AND state IN ('pending', 'running')
              ORDER BY id LIMIT 1",
         )?
-        .query_row(params![claim.routine_id], |r| r.get::<_, i64>(0))
+        .query_row(params![claim.routine_id], |r| r.get::<i64>(0))
         .optional()?
         .map(|job| FireEffect::Skip {
             reason: format!("job {job} of this routine is still going (concurrency = skip)"),
@@ -139,12 +134,13 @@ fn claim_in(
                       inbox: Option<u64>,
                       deadline: Option<i64>|
      -> Result<u64, StoreError> {
-        tx.prepare_cached(
-            "INSERT INTO jobs (kind, state, routine_id, routine, agent_id, agent_name, inbox_id,
+        let id: i64 = tx
+            .prepare_cached(
+                "INSERT INTO jobs (kind, state, routine_id, routine, agent_id, agent_name, inbox_id,
                                scheduled_ms, deadline_ms, created_at, started_at, progress_at)
-             VALUES ('routine', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?9)",
-        )?
-        .execute(params![
+             VALUES ('routine', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?9) RETURNING id",
+            )?
+            .query_row(params![
             state.as_str(),
             claim.routine_id,
             routine.name,
@@ -155,8 +151,8 @@ fn claim_in(
             deadline,
             now,
             (state == JobState::Running).then_some(now),
-        ])?;
-        from_sql_int(tx.last_insert_rowid(), "job id")
+        ], |r| r.get(0))?;
+        from_sql_int(id, "job id")
     };
     let (outcome, reason, job_id, claimed) = match effect {
         FireEffect::Deliver(letter) | FireEffect::Heartbeat(letter) => {
@@ -263,7 +259,7 @@ type InsertJob<'a> = dyn Fn(JobState, Option<(&str, &str)>, Option<u64>, Option<
 /// Creates a job that failed at once, counting toward its routine's `max_failures`.
 fn failed_job(
     insert_job: &InsertJob<'_>,
-    tx: &Connection,
+    tx: &Conn,
     now: &str,
     reason: &str,
 ) -> Result<u64, StoreError> {
@@ -336,9 +332,7 @@ impl Store {
                         scheduled_ms: r.get(1)?,
                         outcome: r.get(2)?,
                         reason: r.get(3)?,
-                        job_id: r
-                            .get::<_, Option<i64>>(4)?
-                            .and_then(|v| u64::try_from(v).ok()),
+                        job_id: r.get::<Option<i64>>(4)?.and_then(|v| u64::try_from(v).ok()),
                         state: r.get(5)?,
                         claimed_at: r.get(6)?,
                     })
@@ -355,7 +349,7 @@ impl Store {
             let seq: Option<i64> = db
                 .conn
                 .prepare_cached("SELECT seq FROM scheduler_cursor WHERE id = 1")?
-                .query_row([], |r| r.get(0))
+                .query_row(params![], |r| r.get(0))
                 .optional()?;
             seq.map(|s| from_sql_int(s, "cursor")).transpose()
         })

@@ -3,8 +3,8 @@
 
 use crate::clock::timestamp_ago;
 use crate::error::StoreError;
+use crate::sql::params;
 use crate::store::Store;
-use rusqlite::params;
 use std::time::Duration;
 
 impl Store {
@@ -26,8 +26,8 @@ impl Store {
                 .execute(params![cutoff])?;
             let inserted = tx
                 .prepare_cached(
-                    "INSERT OR IGNORE INTO hook_deliveries (signature, hook, received_at)
-                     VALUES (?1, ?2, ?3)",
+                    "INSERT INTO hook_deliveries (signature, hook, received_at)
+                     VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
                 )?
                 .execute(params![key, hook, now])?;
             tx.commit()?;

@@ -7,9 +7,9 @@ use crate::error::StoreError;
 use crate::events::insert_event;
 use crate::jobs::{JobEnd, JobState, end_job_for_inbox_in};
 use crate::pending::{PendingStatus, resolve_in};
+use crate::sql::{Conn, OptionalExtension, TransactionBehavior, params};
 use crate::store::{Store, from_sql_int, to_sql_int};
 use reef_core::AgentId;
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::json;
 
@@ -76,11 +76,7 @@ pub struct Letter {
 }
 
 /// Delivers `letter` inside the caller's transaction (see [`Store::deliver`]).
-pub(crate) fn deliver_in(
-    tx: &Connection,
-    now: &str,
-    letter: &Letter,
-) -> Result<Delivery, StoreError> {
+pub(crate) fn deliver_in(tx: &Conn, now: &str, letter: &Letter) -> Result<Delivery, StoreError> {
     let existing: Option<i64> = tx
         .prepare_cached("SELECT id FROM inbox WHERE agent_id = ?1 AND dedup_key = ?2")?
         .query_row(params![letter.to.as_str(), letter.dedup_key], |r| r.get(0))
@@ -98,19 +94,23 @@ pub(crate) fn deliver_in(
     if known.is_none() {
         return Err(StoreError::NotFound(format!("agent {}", letter.to)));
     }
-    tx.prepare_cached(
-        "INSERT INTO inbox (agent_id, sender, body, dedup_key, created_at, request_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?
-    .execute(params![
-        letter.to.as_str(),
-        letter.sender,
-        letter.body,
-        letter.dedup_key,
-        now,
-        letter.request_id
-    ])?;
-    let id = from_sql_int(tx.last_insert_rowid(), "inbox id")?;
+    let id: i64 = tx
+        .prepare_cached(
+            "INSERT INTO inbox (agent_id, sender, body, dedup_key, created_at, request_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+        )?
+        .query_row(
+            params![
+                letter.to.as_str(),
+                letter.sender,
+                letter.body,
+                letter.dedup_key,
+                now,
+                letter.request_id
+            ],
+            |r| r.get(0),
+        )?;
+    let id = from_sql_int(id, "inbox id")?;
     insert_event(
         tx,
         now,
@@ -127,7 +127,7 @@ pub(crate) fn deliver_in(
 
 /// [`Store::drop_message`] inside the caller's transaction.
 pub(crate) fn drop_message_in(
-    tx: &Connection,
+    tx: &Conn,
     now: &str,
     id: u64,
     reason: &str,
@@ -301,7 +301,7 @@ impl Store {
             let open = match &message.request_id {
                 Some(request) => tx
                     .prepare_cached("SELECT status FROM pending WHERE id = ?1")?
-                    .query_row(params![request], |r| r.get::<_, String>(0))
+                    .query_row(params![request], |r| r.get::<String>(0))
                     .optional()?
                     .is_some_and(|status| status == "pending"),
                 None => false,
@@ -357,7 +357,7 @@ impl Store {
             let n = db
                 .conn
                 .prepare_cached("UPDATE inbox SET status = 'pending' WHERE status = 'processing'")?
-                .execute([])?;
+                .execute(params![])?;
             Ok(u64::try_from(n).unwrap_or(u64::MAX))
         })
         .await
@@ -369,11 +369,11 @@ impl Store {
             let (pending, processing): (i64, i64) = db
                 .conn
                 .prepare_cached(
-                    "SELECT COALESCE(SUM(status = 'pending'), 0),
-                            COALESCE(SUM(status = 'processing'), 0)
+                    "SELECT COALESCE(SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), 0),
+                            COALESCE(SUM(CASE WHEN status = 'processing' THEN 1 ELSE 0 END), 0)
                      FROM inbox WHERE status IN ('pending', 'processing')",
                 )?
-                .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                .query_row(params![], |r| Ok((r.get(0)?, r.get(1)?)))?;
             Ok((
                 u64::try_from(pending).unwrap_or(0),
                 u64::try_from(processing).unwrap_or(0),
@@ -389,7 +389,8 @@ impl Store {
                 "SELECT agent_id, COUNT(*) FROM inbox WHERE status = 'pending'
                  GROUP BY agent_id ORDER BY agent_id",
             )?;
-            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+            let rows =
+                stmt.query_map(params![], |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?)))?;
             let mut out = Vec::new();
             for row in rows {
                 let (agent, depth) = row?;
@@ -443,7 +444,7 @@ type RawMessage = (
     Option<String>,
 );
 
-fn raw_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawMessage> {
+fn raw_message(r: &crate::sql::Row<'_>) -> crate::sql::Result<RawMessage> {
     Ok((
         r.get(0)?,
         r.get(1)?,
@@ -457,10 +458,7 @@ fn raw_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawMessage> {
     ))
 }
 
-pub(crate) fn message_by_id(
-    conn: &Connection,
-    id: i64,
-) -> Result<Option<InboxMessage>, StoreError> {
+pub(crate) fn message_by_id(conn: &Conn, id: i64) -> Result<Option<InboxMessage>, StoreError> {
     conn.prepare_cached(&format!("SELECT {COLUMNS} FROM inbox WHERE id = ?1"))?
         .query_row(params![id], raw_message)
         .optional()?

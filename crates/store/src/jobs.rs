@@ -6,8 +6,8 @@
 use crate::error::StoreError;
 use crate::events::insert_event;
 use crate::inbox::{Letter, deliver_in};
+use crate::sql::{Conn, OptionalExtension, Row, TransactionBehavior, params};
 use crate::store::{Store, from_sql_int, to_sql_int};
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::json;
 
@@ -126,18 +126,15 @@ pub(crate) const JOB_COLUMNS: &str = "id, kind, state, routine_id, routine, agen
      inbox_id, scheduled_ms, deadline_ms, reason, result, created_at, started_at, ended_at, \
      progress_at";
 
-pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<JobRecord> {
+pub(crate) fn job_from_row(row: &Row<'_>) -> crate::sql::Result<JobRecord> {
     let kind: String = row.get(1)?;
     let state: String = row.get(2)?;
-    let bad = |what: &str, value: &str| {
-        rusqlite::Error::FromSqlConversionFailure(
-            0,
-            rusqlite::types::Type::Text,
-            format!("unknown job {what} `{value}`").into(),
-        )
+    let bad = |what: &str, value: &str| crate::sql::Error::Column {
+        index: 0,
+        message: format!("unknown job {what} `{value}`"),
     };
     Ok(JobRecord {
-        id: u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0),
+        id: u64::try_from(row.get::<i64>(0)?).unwrap_or(0),
         kind: JobKind::parse(&kind).ok_or_else(|| bad("kind", &kind))?,
         state: JobState::parse(&state).ok_or_else(|| bad("state", &state))?,
         routine_id: row.get(3)?,
@@ -145,7 +142,7 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<JobRecord> {
         agent_id: row.get(5)?,
         agent_name: row.get(6)?,
         inbox_id: row
-            .get::<_, Option<i64>>(7)?
+            .get::<Option<i64>>(7)?
             .and_then(|v| u64::try_from(v).ok()),
         scheduled_ms: row.get(8)?,
         deadline_ms: row.get(9)?,
@@ -158,7 +155,7 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<JobRecord> {
     })
 }
 
-pub(crate) fn job_in(conn: &Connection, id: u64) -> Result<Option<JobRecord>, StoreError> {
+pub(crate) fn job_in(conn: &Conn, id: u64) -> Result<Option<JobRecord>, StoreError> {
     Ok(conn
         .prepare_cached(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"))?
         .query_row(params![to_sql_int(id)], job_from_row)
@@ -177,7 +174,7 @@ pub struct JobEnd {
 /// and settles its routine's run of failures. Returns the job as it ends, or `None` when it
 /// had already ended.
 pub(crate) fn end_job_in(
-    tx: &Connection,
+    tx: &Conn,
     now: &str,
     id: u64,
     end: &JobEnd,
@@ -244,7 +241,7 @@ pub(crate) fn end_job_in(
 /// A heartbeat's answer: nothing when it is only `HEARTBEAT_OK`; otherwise it goes to the
 /// agent's parent (a message in its inbox) or, with no parent, to the operator
 /// (`heartbeat.alert` for the control room), in the transaction that ends the job.
-fn heartbeat_answer_in(tx: &Connection, now: &str, job: &JobRecord) -> Result<(), StoreError> {
+fn heartbeat_answer_in(tx: &Conn, now: &str, job: &JobRecord) -> Result<(), StoreError> {
     let text = job.result.as_deref().unwrap_or_default().trim();
     if text == reef_core::HEARTBEAT_OK || text.is_empty() {
         return Ok(());
@@ -286,7 +283,7 @@ fn heartbeat_answer_in(tx: &Connection, now: &str, job: &JobRecord) -> Result<()
 
 /// Ends the open job whose work is inbox message `inbox_id`, if there is one.
 pub(crate) fn end_job_for_inbox_in(
-    tx: &Connection,
+    tx: &Conn,
     now: &str,
     inbox_id: u64,
     end: &JobEnd,
@@ -319,7 +316,7 @@ impl Store {
         self.run(move |db| {
             let mut stmt = db.conn.prepare_cached(&format!(
                 "SELECT {JOB_COLUMNS} FROM jobs
-                 WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR routine_id = ?2)
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR state = ?1) AND (CAST(?2 AS TEXT) IS NULL OR routine_id = ?2)
                  ORDER BY id DESC LIMIT ?3"
             ))?;
             let rows = stmt.query_map(
@@ -341,11 +338,11 @@ impl Store {
             let (pending, running): (i64, i64) = db
                 .conn
                 .prepare_cached(
-                    "SELECT COALESCE(SUM(state = 'pending'), 0),
-                            COALESCE(SUM(state = 'running'), 0)
+                    "SELECT COALESCE(SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END), 0),
+                            COALESCE(SUM(CASE WHEN state = 'running' THEN 1 ELSE 0 END), 0)
                      FROM jobs WHERE state IN ('pending', 'running')",
                 )?
-                .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                .query_row(params![], |r| Ok((r.get(0)?, r.get(1)?)))?;
             Ok((
                 u64::try_from(pending).unwrap_or(0),
                 u64::try_from(running).unwrap_or(0),
@@ -368,7 +365,7 @@ impl Store {
             )?;
             let rows = stmt.query_map(
                 params![routine_id, i64::try_from(limit).unwrap_or(i64::MAX)],
-                |r| r.get::<_, i64>(0),
+                |r| r.get::<i64>(0),
             )?;
             rows.map(|id| from_sql_int(id?, "job id"))
                 .collect::<Result<Vec<_>, _>>()
@@ -379,7 +376,7 @@ impl Store {
     /// Routine jobs the scheduler moves on: pending ones, and spawned runs with a deadline.
     pub async fn jobs_to_advance(&self) -> Result<Vec<JobRecord>, StoreError> {
         self.open_jobs_where(
-            "?1 IS NULL AND (state = 'pending' OR (state = 'running' AND deadline_ms IS NOT NULL))",
+            "CAST(?1 AS TEXT) IS NULL AND (state = 'pending' OR (state = 'running' AND deadline_ms IS NOT NULL))",
             None,
         )
         .await

@@ -27,7 +27,6 @@ mod messages;
 mod migrations;
 mod nibbles;
 mod pending;
-#[cfg(feature = "postgres")]
 mod pg;
 mod private;
 mod query_cache;
@@ -36,6 +35,7 @@ mod records;
 mod rooms;
 mod routines;
 mod sessions;
+mod sql;
 mod store;
 mod tokens;
 mod transcripts;
@@ -65,7 +65,6 @@ pub use memory::{
     Chunking, MemoryHit, MemoryItem, MemoryQuery, NewMemory, SHARED_NAMESPACE, check_namespace,
 };
 pub use pending::{NewPending, PendingItem, PendingKind, PendingStatus};
-#[cfg(feature = "postgres")]
 pub use pg::{AgentLease, ClusterNode, NodeStatus, PgError, PgStore};
 pub use recall::{EmbedFailure, Memory, Saved, SearchMode, SearchOutcome, SearchRequest};
 pub use records::{

@@ -5,10 +5,10 @@
 
 use crate::chunk::chunks;
 use crate::error::StoreError;
+use crate::sql::{OptionalExtension, TransactionBehavior, params};
 use crate::store::Store;
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 /// The namespace every agent may read.
 pub const SHARED_NAMESPACE: &str = "shared";
@@ -196,18 +196,15 @@ impl Store {
             let tx = db
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.prepare_cached(
-                "INSERT INTO memory_items (namespace, text, tags, source, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-            )?
-            .execute(params![
-                memory.namespace,
-                memory.text,
-                tags,
-                memory.source,
-                now
-            ])?;
-            let id = tx.last_insert_rowid();
+            let id: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO memory_items (namespace, text, tags, source, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?5) RETURNING id",
+                )?
+                .query_row(
+                    params![memory.namespace, memory.text, tags, memory.source, now],
+                    |r| r.get(0),
+                )?;
             {
                 let mut insert = tx.prepare_cached(
                     "INSERT INTO memory_chunks (item_id, ordinal, text) VALUES (?1, ?2, ?3)",
@@ -256,7 +253,7 @@ impl Store {
                      JOIN memory_chunks c ON c.id = top.id
                      JOIN memory_items i ON i.id = c.item_id
                      WHERE i.namespace IN (SELECT value FROM json_each(?2))
-                       AND (?3 IS NULL OR i.created_at >= ?3)
+                       AND (CAST(?3 AS TEXT) IS NULL OR i.created_at >= ?3)
                        AND NOT EXISTS (SELECT 1 FROM json_each(?4) want
                                        WHERE want.value NOT IN (SELECT value FROM json_each(i.tags)))
                      ORDER BY top.score, c.id
@@ -271,10 +268,10 @@ impl Store {
                                 chunk_id: r.get(1)?,
                                 namespace: r.get(2)?,
                                 text: r.get(3)?,
-                                tags: parse_tags(&r.get::<_, String>(4)?),
+                                tags: parse_tags(&r.get::<String>(4)?),
                                 source: r.get(5)?,
                                 created_at: r.get(6)?,
-                                score: -r.get::<_, f64>(7)?,
+                                score: -r.get::<f64>(7)?,
                             })
                         },
                     )?
@@ -303,13 +300,13 @@ impl Store {
     /// Counts are remembered until a chunk is added (by any process) or deleted through this
     /// store; a deletion by another process shows once a chunk is next added.
     pub async fn document_counts(&self, words: Vec<String>) -> Result<(u64, Vec<u64>), StoreError> {
-        let cache = Arc::clone(&self.word_counts);
+        let cache = self.word_counts();
         self.read(move |conn| {
             // The highest chunk id stands for the count (ids only grow; a deleted chunk
             // leaves a gap): one step down the index instead of a scan.
             let total: i64 = conn
                 .prepare_cached("SELECT coalesce(max(id), 0) FROM memory_chunks")?
-                .query_row([], |r| r.get(0))?;
+                .query_row(params![], |r| r.get(0))?;
             let mut counts = Vec::with_capacity(words.len());
             let mut stmt = conn.prepare_cached(
                 "SELECT count(*) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1
@@ -362,11 +359,11 @@ impl Store {
                         id: r.get(0)?,
                         namespace: r.get(1)?,
                         text: r.get(2)?,
-                        tags: parse_tags(&r.get::<_, String>(3)?),
+                        tags: parse_tags(&r.get::<String>(3)?),
                         source: r.get(4)?,
                         created_at: r.get(5)?,
                         updated_at: r.get(6)?,
-                        chunks: r.get::<_, i64>(7)? as usize,
+                        chunks: r.get::<i64>(7)? as usize,
                     })
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
@@ -386,7 +383,7 @@ impl Store {
             check_namespace(ns)?;
         }
         let namespaces = json_list(&namespaces)?;
-        let word_counts = Arc::clone(&self.word_counts);
+        let word_counts = self.word_counts();
         self.run(move |db| {
             let tx = db
                 .conn
@@ -403,7 +400,7 @@ impl Store {
             }
             let chunk_ids = tx
                 .prepare_cached("SELECT id FROM memory_chunks WHERE item_id = ?1")?
-                .query_map(params![id], |r| r.get::<_, i64>(0))?
+                .query_map(params![id], |r| r.get::<i64>(0))?
                 .collect::<Result<Vec<_>, _>>()?;
             // Chunks go first so their FTS rows are removed by the delete trigger.
             tx.prepare_cached("DELETE FROM memory_chunks WHERE item_id = ?1")?

@@ -3,9 +3,9 @@
 use crate::codec::{MessageRow, title_from};
 use crate::error::StoreError;
 use crate::records::StoredMessage;
+use crate::sql::{OptionalExtension, TransactionBehavior, params};
 use crate::store::{Store, ensure_session, from_sql_int};
 use reef_core::{Message, SessionId};
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 impl Store {
     /// Appends `message` as the session's next message (seq is 1-based and gap-free), bumps the
@@ -100,8 +100,8 @@ impl Store {
             )?;
             let rows = stmt.query_map(params![session.as_str(), before, limit], |r| {
                 Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
+                    r.get::<i64>(0)?,
+                    r.get::<String>(1)?,
                     MessageRow {
                         role: r.get(2)?,
                         content: r.get(3)?,

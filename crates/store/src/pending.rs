@@ -7,9 +7,9 @@ use crate::agents::agent_name;
 use crate::error::StoreError;
 use crate::events::insert_event;
 use crate::inbox::{Letter, deliver_in};
+use crate::sql::{Conn, OptionalExtension, Row, TransactionBehavior, params};
 use crate::store::Store;
 use reef_core::AgentId;
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::json;
 
@@ -211,8 +211,8 @@ impl Store {
     ) -> Result<Vec<PendingItem>, StoreError> {
         self.run(move |db| {
             let mut stmt = db.conn.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM pending WHERE ?1 IS NULL OR status = ?1
-                 ORDER BY created_at, rowid"
+                "SELECT {COLUMNS} FROM pending WHERE CAST(?1 AS TEXT) IS NULL OR status = ?1
+                 ORDER BY created_at, id"
             ))?;
             let rows = stmt.query_map(params![status.map(PendingStatus::as_str)], raw)?;
             rows.map(|r| r?.decode()).collect()
@@ -263,7 +263,7 @@ impl Store {
             Ok(db
                 .conn
                 .prepare_cached("SELECT MIN(expires_at) FROM pending WHERE status = 'pending'")?
-                .query_row([], |r| r.get::<_, Option<i64>>(0))?)
+                .query_row(params![], |r| r.get::<Option<i64>>(0))?)
         })
         .await
     }
@@ -271,7 +271,7 @@ impl Store {
 
 /// Resolves `id` inside the caller's transaction; see [`Store::resolve_pending`].
 pub(crate) fn resolve_in(
-    tx: &Connection,
+    tx: &Conn,
     now: &str,
     id: &str,
     status: PendingStatus,
@@ -365,7 +365,7 @@ fn notice(item: &PendingItem) -> String {
     }
 }
 
-fn pending_by_id(conn: &Connection, id: &str) -> Result<Option<PendingItem>, StoreError> {
+fn pending_by_id(conn: &Conn, id: &str) -> Result<Option<PendingItem>, StoreError> {
     conn.prepare_cached(&format!("SELECT {COLUMNS} FROM pending WHERE id = ?1"))?
         .query_row(params![id], raw)
         .optional()?
@@ -387,7 +387,7 @@ struct RawPending {
     followup_request: Option<String>,
 }
 
-fn raw(r: &Row<'_>) -> rusqlite::Result<RawPending> {
+fn raw(r: &Row<'_>) -> crate::sql::Result<RawPending> {
     Ok(RawPending {
         id: r.get(0)?,
         kind: r.get(1)?,

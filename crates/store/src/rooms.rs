@@ -6,9 +6,9 @@ use crate::agents::agent_name;
 use crate::error::StoreError;
 use crate::events::insert_event;
 use crate::inbox::{Letter, deliver_in};
+use crate::sql::{Conn, OptionalExtension, TransactionBehavior, params};
 use crate::store::Store;
 use reef_core::AgentId;
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::json;
 
@@ -52,7 +52,9 @@ impl Store {
                 .conn
                 .prepare_cached("SELECT name, created_at FROM rooms ORDER BY name")?;
             let rooms = stmt
-                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+                .query_map(params![], |r| {
+                    Ok((r.get::<String>(0)?, r.get::<String>(1)?))
+                })?
                 .collect::<Result<Vec<_>, _>>()?;
             let mut out = Vec::with_capacity(rooms.len());
             for (name, created_at) in rooms {
@@ -62,7 +64,7 @@ impl Store {
                         "SELECT a.name FROM room_members m JOIN agents a ON a.id = m.agent_id
                          WHERE m.room = ?1 ORDER BY a.name",
                     )?
-                    .query_map(params![name], |r| r.get::<_, String>(0))?
+                    .query_map(params![name], |r| r.get::<String>(0))?
                     .collect::<Result<Vec<_>, _>>()?;
                 out.push(RoomRecord {
                     name,
@@ -88,7 +90,8 @@ impl Store {
             }
             let added = tx
                 .prepare_cached(
-                    "INSERT OR IGNORE INTO room_members (room, agent_id) VALUES (?1, ?2)",
+                    "INSERT INTO room_members (room, agent_id) VALUES (?1, ?2)
+                     ON CONFLICT DO NOTHING",
                 )?
                 .execute(params![room, agent.as_str()])?;
             if added > 0 {
@@ -137,7 +140,7 @@ impl Store {
                 .prepare_cached(
                     "SELECT agent_id FROM room_members WHERE room = ?1 ORDER BY agent_id",
                 )?
-                .query_map(params![room], |r| r.get::<_, String>(0))?
+                .query_map(params![room], |r| r.get::<String>(0))?
                 .collect::<Result<Vec<_>, _>>()?;
             let mut delivered = 0;
             for member in members {
@@ -171,10 +174,10 @@ impl Store {
     }
 }
 
-fn room_exists(conn: &Connection, name: &str) -> Result<bool, StoreError> {
+fn room_exists(conn: &Conn, name: &str) -> Result<bool, StoreError> {
     Ok(conn
         .prepare_cached("SELECT 1 FROM rooms WHERE name = ?1")?
-        .query_row(params![name], |r| r.get::<_, i64>(0))
+        .query_row(params![name], |r| r.get::<i64>(0))
         .optional()?
         .is_some())
 }

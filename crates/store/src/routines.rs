@@ -4,9 +4,9 @@
 
 use crate::error::StoreError;
 use crate::events::insert_event;
+use crate::sql::{Conn, OptionalExtension, Row, TransactionBehavior, params};
 use crate::store::Store;
 use reef_core::{AgentId, RoutineSpec};
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::json;
 
@@ -96,11 +96,12 @@ pub enum PutOutcome {
 const COLUMNS: &str = "id, name, spec, enabled, source, owner_id, failures, disabled_reason, \
                        anchor_ms, watermark_ms, last_run_ms, created_at, updated_at";
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<RoutineRecord> {
+fn from_row(row: &Row<'_>) -> crate::sql::Result<RoutineRecord> {
     let spec: String = row.get(2)?;
     let source: String = row.get(4)?;
-    let bad = |what: String| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, what.into())
+    let bad = |what: String| crate::sql::Error::Column {
+        index: 0,
+        message: what,
     };
     Ok(RoutineRecord {
         id: row.get(0)?,
@@ -110,7 +111,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<RoutineRecord> {
         source: RoutineSource::parse(&source)
             .ok_or_else(|| bad(format!("unknown routine source `{source}`")))?,
         owner: row
-            .get::<_, Option<String>>(5)?
+            .get::<Option<String>>(5)?
             .map(|id| AgentId::from(id.as_str())),
         failures: row.get(6)?,
         disabled_reason: row.get(7)?,
@@ -122,14 +123,14 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<RoutineRecord> {
     })
 }
 
-fn by_name_in(conn: &Connection, name: &str) -> Result<Option<RoutineRecord>, StoreError> {
+fn by_name_in(conn: &Conn, name: &str) -> Result<Option<RoutineRecord>, StoreError> {
     Ok(conn
         .prepare_cached(&format!("SELECT {COLUMNS} FROM routines WHERE name = ?1"))?
         .query_row(params![name], from_row)
         .optional()?)
 }
 
-pub(crate) fn by_id_in(conn: &Connection, id: &str) -> Result<RoutineRecord, StoreError> {
+pub(crate) fn by_id_in(conn: &Conn, id: &str) -> Result<RoutineRecord, StoreError> {
     conn.prepare_cached(&format!("SELECT {COLUMNS} FROM routines WHERE id = ?1"))?
         .query_row(params![id], from_row)
         .optional()?
@@ -144,7 +145,7 @@ fn spec_json(spec: &RoutineSpec) -> Result<String, StoreError> {
 /// Adds one to the routine's failures in a row and disables it when they reach its
 /// `max_failures` (recording `routine.disabled`).
 pub(crate) fn count_failure_in(
-    tx: &Connection,
+    tx: &Conn,
     now: &str,
     routine_id: &str,
     reason: Option<&str>,
@@ -162,7 +163,7 @@ pub(crate) fn count_failure_in(
             reason.unwrap_or("no reason given")
         );
         tx.prepare_cached(
-            "UPDATE routines SET enabled = 0, disabled_reason = ?1, updated_at = ?2 WHERE id = ?3",
+            "UPDATE routines SET enabled = FALSE, disabled_reason = ?1, updated_at = ?2 WHERE id = ?3",
         )?
         .execute(params![why, now, routine_id])?;
         insert_event(
@@ -301,13 +302,14 @@ impl Store {
                 .ok_or_else(|| StoreError::NotFound(format!("routine {name}")))?;
             if enabled {
                 tx.prepare_cached(
-                    "UPDATE routines SET enabled = 1, failures = 0, disabled_reason = NULL,
-                            watermark_ms = MAX(watermark_ms, ?1), updated_at = ?2 WHERE id = ?3",
+                    "UPDATE routines SET enabled = TRUE, failures = 0, disabled_reason = NULL,
+                            watermark_ms = CASE WHEN watermark_ms > ?1 THEN watermark_ms ELSE ?1 END,
+                            updated_at = ?2 WHERE id = ?3",
                 )?
                 .execute(params![now_ms, now, old.id])?;
             } else {
                 tx.prepare_cached(
-                    "UPDATE routines SET enabled = 0, disabled_reason = ?1, updated_at = ?2
+                    "UPDATE routines SET enabled = FALSE, disabled_reason = ?1, updated_at = ?2
                      WHERE id = ?3",
                 )?
                 .execute(params![reason, now, old.id])?;
@@ -337,7 +339,7 @@ impl Store {
             let mut stmt = db
                 .conn
                 .prepare_cached(&format!("SELECT {COLUMNS} FROM routines ORDER BY name"))?;
-            let rows = stmt.query_map([], from_row)?;
+            let rows = stmt.query_map(params![], from_row)?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
         .await
@@ -350,7 +352,7 @@ impl Store {
             let mut stmt = db
                 .conn
                 .prepare_cached("SELECT name FROM routines WHERE owner_id = ?1 ORDER BY name")?;
-            let rows = stmt.query_map(params![agent.as_str()], |r| r.get::<_, String>(0))?;
+            let rows = stmt.query_map(params![agent.as_str()], |r| r.get::<String>(0))?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
         .await
@@ -373,7 +375,7 @@ impl Store {
 }
 
 fn insert_in(
-    tx: &Connection,
+    tx: &Conn,
     now: &str,
     now_ms: i64,
     new: &NewRoutine,

@@ -2,9 +2,9 @@
 
 use crate::error::StoreError;
 use crate::records::{NewSession, SessionRecord, SessionSummary};
+use crate::sql::{OptionalExtension, Row, TransactionBehavior, params};
 use crate::store::{Store, from_sql_int, last_seq, to_sql_int};
 use reef_core::SessionId;
-use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 
 impl Store {
     /// Inserts a new session with no title; `created_at == updated_at`.
@@ -99,9 +99,9 @@ impl Store {
             tx.prepare_cached(
                 "INSERT INTO compactions
                    (session_id, after_seq, from_seq, to_seq, strategy, trigger, summary,
-                    tokens_before, tokens_after, window, created_at)
-                 SELECT ?1, MIN(after_seq, ?3), from_seq, to_seq, strategy, trigger, summary,
-                        tokens_before, tokens_after, window, created_at
+                    tokens_before, tokens_after, \"window\", created_at)
+                 SELECT ?1, CASE WHEN after_seq < ?3 THEN after_seq ELSE ?3 END, from_seq, to_seq, strategy, trigger, summary,
+                        tokens_before, tokens_after, \"window\", created_at
                    FROM compactions WHERE session_id = ?2 AND to_seq <= ?3 ORDER BY id",
             )?
             .execute(params![new.id.as_str(), source.as_str(), upto])?;
@@ -147,20 +147,20 @@ impl Store {
                         (SELECT COALESCE(SUM(u.output_tokens), 0) FROM model_usage u
                           WHERE u.session_id = s.id)
                  FROM sessions s
-                 ORDER BY s.updated_at DESC, s.rowid DESC
+                 ORDER BY s.updated_at DESC, s.id DESC
                  LIMIT ?1",
             )?;
             let rows = stmt.query_map(params![limit], |r| {
                 Ok((
-                    SessionId::from_string(r.get::<_, String>(0)?),
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, i64>(6)?,
-                    r.get::<_, i64>(7)?,
-                    r.get::<_, i64>(8)?,
+                    SessionId::from_string(r.get::<String>(0)?),
+                    r.get::<Option<String>>(1)?,
+                    r.get::<String>(2)?,
+                    r.get::<String>(3)?,
+                    r.get::<String>(4)?,
+                    r.get::<String>(5)?,
+                    r.get::<i64>(6)?,
+                    r.get::<i64>(7)?,
+                    r.get::<i64>(8)?,
                 ))
             })?;
             let mut out = Vec::new();
@@ -204,10 +204,10 @@ impl Store {
             }
             // substr, not LIKE: '_' and '%' in a prefix are literal characters.
             let mut stmt = db.conn.prepare(
-                "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id",
+                "SELECT id FROM sessions WHERE substr(id, 1, length(CAST(?1 AS TEXT))) = ?1 ORDER BY id",
             )?;
             let ids = stmt
-                .query_map(params![prefix], |r| r.get::<_, String>(0))?
+                .query_map(params![prefix], |r| r.get::<String>(0))?
                 .collect::<Result<Vec<_>, _>>()?;
             match ids.as_slice() {
                 [] => Err(not_found()),
@@ -222,9 +222,9 @@ impl Store {
     }
 }
 
-fn session_record(r: &Row<'_>) -> rusqlite::Result<SessionRecord> {
+fn session_record(r: &Row<'_>) -> crate::sql::Result<SessionRecord> {
     Ok(SessionRecord {
-        id: SessionId::from_string(r.get::<_, String>(0)?),
+        id: SessionId::from_string(r.get::<String>(0)?),
         title: r.get(1)?,
         workspace: r.get(2)?,
         provider: r.get(3)?,

@@ -1,12 +1,14 @@
-//! The `Store` handle: opening and configuring the SQLite file, migrations, and running SQL
-//! off the async runtime.
+//! The `Store` handle: opening and configuring the SQLite file or connecting to PostgreSQL,
+//! migrations, and running SQL off the async runtime.
 
 use crate::clock::Clock;
 use crate::error::StoreError;
 use crate::key_file::{KeyError, KeyKind};
 use crate::migrations::MIGRATIONS;
+use crate::pg::PgStore;
+use crate::sql::{Conn, OptionalExtension, params};
 use reef_core::SessionId;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -16,14 +18,23 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The connection plus the timestamp source, guarded together so timestamps follow commit order.
 pub(crate) struct Db {
-    pub(crate) conn: Connection,
+    pub(crate) conn: Conn,
     pub(crate) clock: Clock,
     /// Memory vectors held in RAM for scanning; loaded on the first vector search.
     pub(crate) vectors: crate::vectors::SharedIndex,
     /// How the vector index has been brought up to date.
     pub(crate) vector_loads: crate::vectors::VectorLoads,
-    /// The audit chain's key (`audit.key` beside the database).
-    pub(crate) audit_key: reef_security::audit::AuditKey,
+}
+
+impl Db {
+    fn new(conn: Conn) -> Db {
+        Db {
+            conn,
+            clock: Clock::default(),
+            vectors: Arc::default(),
+            vector_loads: crate::vectors::VectorLoads::default(),
+        }
+    }
 }
 
 /// The keys a store opens with.
@@ -32,25 +43,42 @@ struct Keys {
     cap_root: reef_security::cap::RootKey,
 }
 
-/// A handle to reef's SQLite database. Cheap to clone; clones share one connection.
-/// Every async method runs its SQL on tokio's blocking pool, and every write is its own
-/// committed transaction.
+/// A handle to reef's database: a SQLite file (the default), or PostgreSQL shared by the nodes
+/// of a cluster. Cheap to clone; clones share one connection. Every method runs its SQL on
+/// tokio's blocking pool, and every write is its own committed transaction.
 #[derive(Clone)]
 pub struct Store {
-    db: Arc<Mutex<Db>>,
-    /// A second, read-only connection to a database file, for searches that should not
-    /// wait behind the writer (WAL lets it read beside it); `None` in memory.
-    reader: Option<Arc<Mutex<Connection>>>,
-    path: Option<Arc<PathBuf>>,
-    /// The root of capability tokens (`cap.key` beside the database).
+    inner: Arc<Inner>,
+    /// The root of capability tokens (`cap.key` beside the database, or in the node's home).
     cap_root: Arc<reef_security::cap::RootKey>,
+}
+
+struct Inner {
+    db: Mutex<Db>,
+    /// A second, read-only connection to a database file, for searches that should not
+    /// wait behind the writer (WAL lets it read beside it); `None` in memory and on
+    /// PostgreSQL.
+    reader: Option<Mutex<Conn>>,
+    /// The SQLite file; `None` in memory and on PostgreSQL.
+    path: Option<PathBuf>,
+    /// The PostgreSQL pool, in cluster mode.
+    postgres: Option<PgStore>,
     /// How many chunks hold each word, as searches counted them.
-    pub(crate) word_counts: Arc<Mutex<crate::word_counts::WordCounts>>,
+    word_counts: Arc<Mutex<crate::word_counts::WordCounts>>,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish()
+        match &self.inner.postgres {
+            Some(pg) => f
+                .debug_struct("Store")
+                .field("postgres", &pg.target())
+                .finish(),
+            None => f
+                .debug_struct("Store")
+                .field("path", &self.inner.path)
+                .finish(),
+        }
     }
 }
 
@@ -93,14 +121,13 @@ impl Store {
             audit: reef_security::audit::AuditKey::from_bytes(key),
             cap_root,
         };
-        let mut store = Self::finish(conn, Some(path.to_path_buf()), keys)?;
         let reader = Connection::open_with_flags(
             path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(open_err)?;
         configure(&reader, false).map_err(open_err)?;
-        store.reader = Some(Arc::new(Mutex::new(reader)));
+        let store = Self::finish(conn, Some(reader), Some(path.to_path_buf()), keys)?;
         // A new key for a log that has records would make every record look forged, and would
         // let anyone who deletes the key start the chain afresh.
         if made && store.has_audit_records()? {
@@ -132,11 +159,12 @@ impl Store {
             audit: reef_security::audit::AuditKey::from_bytes(crate::key_file::ephemeral()?),
             cap_root: cap_root(&crate::key_file::ephemeral()?, Path::new(":memory:"))?,
         };
-        Self::finish(conn, None, keys)
+        Self::finish(conn, None, None, keys)
     }
 
     fn finish(
         mut conn: Connection,
+        reader: Option<Connection>,
         path: Option<PathBuf>,
         keys: Keys,
     ) -> Result<Store, StoreError> {
@@ -146,25 +174,63 @@ impl Store {
                 path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
                 source,
             })?;
-        crate::audit::install_link(&conn, keys.audit.clone()).map_err(|source| {
-            StoreError::Open {
-                path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
-                source,
-            }
-        })?;
-        Ok(Store {
-            db: Arc::new(Mutex::new(Db {
-                conn,
-                clock: Clock::default(),
-                vectors: Arc::default(),
-                vector_loads: crate::vectors::VectorLoads::default(),
-                audit_key: keys.audit,
-            })),
-            reader: None,
-            path: path.map(Arc::new),
-            cap_root: Arc::new(keys.cap_root),
+        let inner = Inner {
+            db: Mutex::new(Db::new(Conn::sqlite(conn, keys.audit.clone()))),
+            reader: reader.map(|reader| Mutex::new(Conn::sqlite(reader, keys.audit))),
+            path,
+            postgres: None,
             word_counts: Arc::default(),
+        };
+        Ok(Store {
+            inner: Arc::new(inner),
+            cap_root: Arc::new(keys.cap_root),
         })
+    }
+
+    /// Connects to reef's PostgreSQL database at `url` (cluster mode), logging in with
+    /// `password` when given, and migrates it. The audit and capability keys are the files
+    /// `audit.key` and `cap.key` in `key_dir` (the node's home): every node of a cluster needs
+    /// the same two files, so a node that would make a new audit key for a log that already
+    /// has records refuses to start instead of making every record look forged.
+    pub async fn connect_postgres(
+        url: &str,
+        password: Option<&str>,
+        key_dir: &Path,
+    ) -> Result<Store, StoreError> {
+        let pg = PgStore::connect(url, password).await?;
+        let audit_path = key_dir.join(crate::key_file::AUDIT_KEY_FILE);
+        let cap_path = key_dir.join(crate::key_file::CAP_KEY_FILE);
+        let (audit, made) = crate::key_file::load_or_create(&audit_path, KeyKind::Audit)?;
+        let (cap_secret, _) = crate::key_file::load_or_create(&cap_path, KeyKind::CapabilityRoot)?;
+        let conn = pg.blocking_conn().await?;
+        let inner = Inner {
+            db: Mutex::new(Db::new(Conn::postgres(
+                conn,
+                reef_security::audit::AuditKey::from_bytes(audit),
+            ))),
+            reader: None,
+            path: None,
+            postgres: Some(pg),
+            word_counts: Arc::default(),
+        };
+        let store = Store {
+            inner: Arc::new(inner),
+            cap_root: Arc::new(cap_root(&cap_secret, &cap_path)?),
+        };
+        let probe = store.clone();
+        let has_records = tokio::task::spawn_blocking(move || probe.has_audit_records()).await??;
+        if made && has_records {
+            if let Err(err) = std::fs::remove_file(&audit_path) {
+                tracing::warn!(path = %audit_path.display(), error = %err, "cannot remove a key just made");
+            }
+            return Err(KeyError::Missing { path: audit_path }.into());
+        }
+        Ok(store)
+    }
+
+    /// The PostgreSQL store behind this handle, in cluster mode.
+    pub fn postgres(&self) -> Option<&PgStore> {
+        self.inner.postgres.as_ref()
     }
 
     /// The root key that mints and verifies capability tokens.
@@ -172,48 +238,48 @@ impl Store {
         &self.cap_root
     }
 
-    /// The database file, or `None` for an in-memory store.
+    /// The database file, or `None` for an in-memory store or PostgreSQL.
     pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref().map(PathBuf::as_path)
+        self.inner.path.as_deref()
     }
 
     /// Whether the audit log has records or a pruning checkpoint.
     fn has_audit_records(&self) -> Result<bool, StoreError> {
-        let db = self.lock();
+        let mut db = self.lock();
+        db.conn.revive()?;
         db.conn
             .prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM audit) OR EXISTS (SELECT 1 FROM audit_checkpoint)",
             )?
-            .query_row([], |r| r.get(0))
-            .map_err(|e| self.query_error(e))
+            .query_row(params![], |r| r.get(0))
+            .map_err(|e| self.inner.named(e.into()))
     }
 
     /// The number of migrations applied to the database.
     pub fn schema_version(&self) -> Result<u32, StoreError> {
         let db = self.lock();
-        let version: i64 = db
-            .conn
+        let Some(conn) = db.conn.as_sqlite() else {
+            return Err(StoreError::NotOnPostgres {
+                at: "Store::schema_version (use PgStore::schema_version)".into(),
+            });
+        };
+        let version: i64 = conn
             .prepare_cached("PRAGMA user_version")?
             .query_row([], |r| r.get(0))
-            .map_err(|e| self.query_error(e))?;
+            .map_err(|e| self.inner.named(StoreError::Sqlite(e)))?;
         u32::try_from(version)
             .map_err(|_| StoreError::Corrupt(format!("schema version {version} is out of range")))
-    }
-
-    /// A query error naming the database (`:memory:` for an in-memory store).
-    fn query_error(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Query {
-            path: self
-                .path()
-                .map_or_else(|| PathBuf::from(":memory:"), Path::to_path_buf),
-            source,
-        }
     }
 
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Db> {
         // A panic inside a closure cannot leave a transaction open (it rolls back on drop),
         // so the connection is still usable after poisoning.
-        self.db.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner.db.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many chunks hold each word, as searches counted them.
+    pub(crate) fn word_counts(&self) -> Arc<Mutex<crate::word_counts::WordCounts>> {
+        Arc::clone(&self.inner.word_counts)
     }
 
     /// Runs `f` with exclusive access to the connection on the blocking pool.
@@ -225,10 +291,11 @@ impl Store {
         let store = self.clone();
         let result = tokio::task::spawn_blocking(move || {
             let mut db = store.lock();
+            db.conn.revive()?;
             f(&mut db)
         })
         .await?;
-        result.map_err(|err| self.named(err))
+        result.map_err(|err| self.inner.named(err))
     }
 
     /// Runs the read-only `f` on the blocking pool, on the reader connection when there is one
@@ -236,23 +303,33 @@ impl Store {
     pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&Conn) -> Result<T, StoreError> + Send + 'static,
     {
-        let Some(reader) = self.reader.clone() else {
-            return self.run(move |db| f(&db.conn)).await;
-        };
-        let result = tokio::task::spawn_blocking(move || {
-            let conn = reader.lock().unwrap_or_else(PoisonError::into_inner);
-            f(&conn)
+        let store = self.clone();
+        let result = tokio::task::spawn_blocking(move || match &store.inner.reader {
+            Some(reader) => f(&reader.lock().unwrap_or_else(PoisonError::into_inner)),
+            None => {
+                let mut db = store.lock();
+                db.conn.revive()?;
+                f(&db.conn)
+            }
         })
         .await?;
-        result.map_err(|err| self.named(err))
+        result.map_err(|err| self.inner.named(err))
     }
+}
 
+impl Inner {
     /// A SQLite error as a query error naming the database; other errors as they are.
     fn named(&self, err: StoreError) -> StoreError {
         match err {
-            StoreError::Sqlite(source) => self.query_error(source),
+            StoreError::Sqlite(source) => StoreError::Query {
+                path: self
+                    .path
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(":memory:")),
+                source,
+            },
             other => other,
         }
     }
@@ -272,7 +349,7 @@ fn configure(conn: &Connection, file: bool) -> rusqlite::Result<()> {
 }
 
 /// Fails with `NotFound` unless the session exists.
-pub(crate) fn ensure_session(conn: &Connection, id: &SessionId) -> Result<(), StoreError> {
+pub(crate) fn ensure_session(conn: &Conn, id: &SessionId) -> Result<(), StoreError> {
     let found: Option<i64> = conn
         .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
         .query_row(params![id.as_str()], |r| r.get(0))
@@ -284,7 +361,7 @@ pub(crate) fn ensure_session(conn: &Connection, id: &SessionId) -> Result<(), St
 }
 
 /// The session's last message seq; 0 when it has none (or does not exist).
-pub(crate) fn last_seq(conn: &Connection, session: &SessionId) -> Result<u64, StoreError> {
+pub(crate) fn last_seq(conn: &Conn, session: &SessionId) -> Result<u64, StoreError> {
     let last: Option<i64> = conn
         .prepare_cached("SELECT MAX(seq) FROM messages WHERE session_id = ?1")?
         .query_row(params![session.as_str()], |r| r.get(0))?;

@@ -3,9 +3,9 @@
 
 use crate::audit::insert_audit;
 use crate::error::StoreError;
+use crate::sql::{OptionalExtension, TransactionBehavior, params};
 use crate::store::Store;
 use reef_core::{AgentId, Capabilities};
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 
@@ -104,7 +104,7 @@ impl Store {
         Ok(db
             .conn
             .prepare_cached("SELECT EXISTS (SELECT 1 FROM agents WHERE token IS NOT NULL)")?
-            .query_row([], |r| r.get(0))?)
+            .query_row(params![], |r| r.get(0))?)
     }
 
     /// The agent's token and every revoked id, or `None` when no agent has that name.
@@ -125,8 +125,8 @@ impl Store {
             let revoked = db
                 .conn
                 .prepare_cached("SELECT id FROM cap_revoked")?
-                .query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<HashSet<String>>>()?;
+                .query_map(params![], |r| r.get(0))?
+                .collect::<crate::sql::Result<HashSet<String>>>()?;
             Ok(Some(CapabilityState { token, revoked }))
         })
         .await
@@ -138,8 +138,8 @@ impl Store {
             Ok(db
                 .conn
                 .prepare_cached("SELECT id FROM cap_revoked")?
-                .query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<HashSet<String>>>()?)
+                .query_map(params![], |r| r.get(0))?
+                .collect::<crate::sql::Result<HashSet<String>>>()?)
         })
         .await
     }

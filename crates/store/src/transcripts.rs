@@ -3,8 +3,8 @@
 
 use crate::error::StoreError;
 use crate::memory::fts_query;
+use crate::sql::params;
 use crate::store::Store;
-use rusqlite::params;
 use serde::Serialize;
 
 /// One message that matched, best first.
@@ -50,7 +50,7 @@ impl Store {
                  JOIN sessions s ON s.id = f.session_id
                  JOIN messages m ON m.session_id = f.session_id AND m.seq = f.seq
                  WHERE messages_fts MATCH ?1 AND s.agent = ?2
-                   AND (?3 IS NULL OR m.created_at >= ?3)
+                   AND (CAST(?3 AS TEXT) IS NULL OR m.created_at >= ?3)
                  ORDER BY rank, m.created_at DESC
                  LIMIT ?4",
             )?;
@@ -63,7 +63,7 @@ impl Store {
                         tool: r.get(6)?,
                         snippet: r.get(3)?,
                         created_at: r.get(4)?,
-                        score: -r.get::<_, f64>(5)?,
+                        score: -r.get::<f64>(5)?,
                     })
                 })?
                 .collect::<Result<Vec<_>, _>>()?;

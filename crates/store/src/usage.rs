@@ -2,9 +2,9 @@
 
 use crate::error::StoreError;
 use crate::records::{CostRow, DailyCost, NewUsage, UsageRecord};
+use crate::sql::params;
 use crate::store::{Store, ensure_session, from_sql_int, to_sql_int};
 use reef_core::{SessionId, Usage};
-use rusqlite::params;
 
 impl Store {
     /// Records the usage of one model request. `NotFound` if the session does not exist.
@@ -55,16 +55,12 @@ impl Store {
             )?;
             let rows = stmt.query_map(params![session.as_str()], |r| {
                 Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    [
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, i64>(3)?,
-                        r.get::<_, i64>(4)?,
-                    ],
-                    r.get::<_, i64>(5)?,
-                    r.get::<_, String>(6)?,
-                    r.get::<_, Option<i64>>(7)?,
+                    r.get::<String>(0)?,
+                    r.get::<String>(1)?,
+                    [r.get::<i64>(2)?, r.get::<i64>(3)?, r.get::<i64>(4)?],
+                    r.get::<i64>(5)?,
+                    r.get::<String>(6)?,
+                    r.get::<Option<i64>>(7)?,
                 ))
             })?;
             let mut out = Vec::new();
@@ -100,11 +96,7 @@ impl Store {
                  FROM model_usage WHERE session_id = ?1",
                 )?
                 .query_row(params![session.as_str()], |r| {
-                    Ok([
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                    ])
+                    Ok([r.get::<i64>(0)?, r.get::<i64>(1)?, r.get::<i64>(2)?])
                 })?;
             usage_from(tokens, &format!("usage total of session {session}"))
         })
@@ -149,26 +141,26 @@ impl Store {
                         SUM(CASE WHEN u.cost_micros IS NULL THEN 1 ELSE 0 END),
                         CASE WHEN ?3 THEN substr(u.created_at, 1, 10) ELSE '' END AS day
                  FROM model_usage u LEFT JOIN agents a ON a.session_id = u.session_id
-                 WHERE (?1 IS NULL OR a.name = ?1) AND (?2 IS NULL OR u.created_at >= ?2)
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR a.name = ?1) AND (CAST(?2 AS TEXT) IS NULL OR u.created_at >= ?2)
                  GROUP BY day, a.name, u.provider, u.model
                  ORDER BY day, a.name, u.provider, u.model",
             )?;
             let rows = stmt.query_map(params![agent, since, by_day], |r| {
                 Ok((
-                    r.get::<_, Option<String>>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
+                    r.get::<Option<String>>(0)?,
+                    r.get::<String>(1)?,
+                    r.get::<String>(2)?,
                     [
-                        r.get::<_, i64>(3)?,
-                        r.get::<_, i64>(7)?,
-                        r.get::<_, i64>(8)?,
+                        r.get::<i64>(3)?,
+                        r.get::<i64>(7)?,
+                        r.get::<i64>(8)?,
                     ],
                     [
-                        r.get::<_, i64>(4)?,
-                        r.get::<_, i64>(5)?,
-                        r.get::<_, i64>(6)?,
+                        r.get::<i64>(4)?,
+                        r.get::<i64>(5)?,
+                        r.get::<i64>(6)?,
                     ],
-                    r.get::<_, String>(9)?,
+                    r.get::<String>(9)?,
                 ))
             })?;
             let mut out = Vec::new();

@@ -6,9 +6,9 @@
 
 use crate::error::StoreError;
 use crate::memory::{MemoryHit, check_search_namespaces, json_list, parse_tags};
+use crate::sql::{Dialect, TransactionBehavior, params};
 use crate::store::{Db, Store};
 use crate::vector_index::{Scan, VectorMatrix};
-use rusqlite::{TransactionBehavior, params};
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -128,17 +128,23 @@ fn from_blob(blob: &[u8]) -> Vec<f32> {
         .collect()
 }
 
-fn signature(db: &Db, embedder: &str) -> rusqlite::Result<(i64, i64, i64)> {
+fn signature(db: &Db, embedder: &str) -> crate::sql::Result<(i64, i64, i64)> {
     db.conn
         .prepare_cached(
-            "SELECT count(*), coalesce(max(id), 0), coalesce(sum(id), 0)
+            "SELECT count(*), coalesce(max(id), 0), CAST(coalesce(sum(id), 0) AS BIGINT)
              FROM memory_chunks WHERE embedder = ?1",
         )?
         .query_row(params![embedder], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
 }
 
-fn data_version(db: &Db) -> rusqlite::Result<i64> {
-    db.conn.query_row("PRAGMA data_version", [], |r| r.get(0))
+/// A number that changes when another connection commits (SQLite's `data_version`; on
+/// PostgreSQL the write-ahead log's position, which any commit moves).
+fn data_version(db: &Db) -> crate::sql::Result<i64> {
+    let sql = match db.conn.dialect() {
+        Dialect::Sqlite => "PRAGMA data_version",
+        Dialect::Postgres => "SELECT CAST(pg_current_wal_lsn() - '0/0' AS BIGINT)",
+    };
+    db.conn.query_row(sql, params![], |r| r.get(0))
 }
 
 /// Makes `db.vectors` hold `embedder`'s vectors as the database has them: loading them when it
@@ -221,8 +227,8 @@ fn add_rows(db: &Db, index: &mut VectorIndex, after: i64) -> Result<(), StoreErr
          WHERE c.embedder = ?1 AND c.embedding IS NOT NULL AND c.id > ?2
          ORDER BY c.id",
     )?;
-    let mut rows = stmt.query(params![index.embedder, after])?;
-    while let Some(row) = rows.next()? {
+    let embedder = index.embedder.clone();
+    stmt.for_each(params![embedder, after], |row| {
         let id: i64 = row.get(0)?;
         let namespace: String = row.get(1)?;
         let blob: Vec<u8> = row.get(2)?;
@@ -238,8 +244,8 @@ fn add_rows(db: &Db, index: &mut VectorIndex, after: i64) -> Result<(), StoreErr
             )));
         }
         index.push(id, &namespace, &vector);
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 impl Store {
@@ -386,7 +392,7 @@ impl Store {
             let (embedded, chunks): (i64, i64) = db
                 .conn
                 .prepare_cached(
-                    "SELECT coalesce(sum(c.embedder = ?1), 0), count(*) FROM memory_chunks c
+                    "SELECT coalesce(sum(CASE WHEN c.embedder = ?1 THEN 1 ELSE 0 END), 0), count(*) FROM memory_chunks c
                      JOIN memory_items i ON i.id = c.item_id
                      WHERE i.namespace IN (SELECT value FROM json_each(?2))",
                 )?
@@ -459,7 +465,7 @@ impl Store {
                 "SELECT c.item_id, c.id, i.namespace, c.text, i.tags, i.source, i.created_at
                  FROM memory_chunks c JOIN memory_items i ON i.id = c.item_id
                  WHERE c.id IN (SELECT value FROM json_each(?1))
-                   AND (?2 IS NULL OR i.created_at >= ?2)
+                   AND (CAST(?2 AS TEXT) IS NULL OR i.created_at >= ?2)
                    AND NOT EXISTS (SELECT 1 FROM json_each(?3) want
                                    WHERE want.value NOT IN (SELECT value FROM json_each(i.tags)))",
             )?;
@@ -471,7 +477,7 @@ impl Store {
                         chunk_id,
                         namespace: r.get(2)?,
                         text: r.get(3)?,
-                        tags: parse_tags(&r.get::<_, String>(4)?),
+                        tags: parse_tags(&r.get::<String>(4)?),
                         source: r.get(5)?,
                         created_at: r.get(6)?,
                         score: f64::from(scores.get(&chunk_id).copied().unwrap_or(0.0)),

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// A running PostgreSQL and NATS server; both stop (and their data goes) on drop.
 pub struct Engines {
@@ -19,7 +20,11 @@ impl Engines {
     /// When a program is missing (the message names the Debian package) or does not start.
     pub fn start() -> Engines {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
-        let out = run(script(), &["start"], dir.path());
+        let out = run_with(script(), &["start"], dir.path(), &[]);
+        Engines::from_output(dir, &out)
+    }
+
+    fn from_output(dir: tempfile::TempDir, out: &str) -> Engines {
         let value = |name: &str| {
             out.lines()
                 .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
@@ -31,6 +36,28 @@ impl Engines {
             nats_url: value("REEF_NATS_URL"),
             dir,
         }
+    }
+
+    /// Engines shared by every test of this process, started by the first that asks: they
+    /// stop, and their directory goes, once the process has exited (`REEF_ENGINES_OWNER`).
+    /// Tests sharing them keep apart by using databases and subjects of their own.
+    ///
+    /// # Panics
+    /// As [`Engines::start`].
+    pub fn shared() -> &'static Engines {
+        static SHARED: OnceLock<Engines> = OnceLock::new();
+        SHARED.get_or_init(|| {
+            // A directory of its own, which the watcher removes; the `TempDir` is kept so
+            // that nothing removes it while the process runs.
+            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
+            let out = run_with(
+                script(),
+                &["start"],
+                dir.path(),
+                &[("REEF_ENGINES_OWNER", &std::process::id().to_string())],
+            );
+            Engines::from_output(dir, &out)
+        })
     }
 
     /// `postgres://USER@127.0.0.1:PORT/reef`.
@@ -70,14 +97,15 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/engines")
 }
 
-/// Runs `script command dir` and returns its stdout.
+/// Runs `script command dir` with `env` and returns its stdout.
 ///
 /// # Panics
 /// When it fails, with its stderr.
-fn run(script: PathBuf, command: &[&str], dir: &Path) -> String {
+fn run_with(script: PathBuf, command: &[&str], dir: &Path, env: &[(&str, &str)]) -> String {
     let out = Command::new(&script)
         .args(command)
         .arg(dir)
+        .envs(env.iter().copied())
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
     assert!(

@@ -12,6 +12,7 @@ use std::time::Duration;
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("0001_baseline.sql")),
     (2, include_str!("0002_cluster.sql")),
+    (3, include_str!("0003_rooms.sql")),
 ];
 
 /// The advisory lock migrations run under (any fixed number; "reef" in ASCII).
@@ -202,6 +203,16 @@ impl PgStore {
             .map_err(failed)?;
         }
         tx.commit().await.map_err(|source| self.query_error(source))
+    }
+
+    /// A connection of the pool for the store's statements, which run on blocking threads.
+    pub(crate) async fn blocking_conn(&self) -> Result<crate::sql::PgConn, PgError> {
+        Ok(crate::sql::PgConn::new(
+            self.client().await?,
+            self.pool.clone(),
+            tokio::runtime::Handle::current(),
+            Arc::clone(&self.target),
+        ))
     }
 
     /// A connection from the pool.

@@ -257,29 +257,29 @@ async fn the_key_file_is_private_and_never_a_link() {
     assert!(err.to_string().contains("not 64 hex digits"), "{err}");
 }
 
-#[tokio::test]
-async fn a_terminal_record_keeps_the_hash_of_what_was_typed() {
-    let store = Store::open_in_memory().unwrap();
-    store
-        .append_event(
-            "terminal.closed",
-            None,
-            json!({"terminal": "t1", "by": "dashboard", "typed": "cat notes.txt\n",
-                   "shown_tail": "secret plans", "typed_bytes": 14}),
-        )
-        .await
-        .unwrap();
-    let records = store.audit_records(all()).await.unwrap();
-    assert_eq!(records.len(), 1);
-    let data = &records[0].data;
-    assert_eq!(data["by"], "dashboard");
-    assert_eq!(data["typed_bytes"], 14);
-    assert_eq!(
-        data["typed_sha256"],
-        reef_security::audit::sha256_hex(b"cat notes.txt\n")
-    );
-    assert!(data.get("typed").is_none() && data.get("shown_tail").is_none());
-    assert!(!data.to_string().contains("secret plans"));
+both! {
+    async fn a_terminal_record_keeps_the_hash_of_what_was_typed(store) {
+        store
+            .append_event(
+                "terminal.closed",
+                None,
+                json!({"terminal": "t1", "by": "dashboard", "typed": "cat notes.txt\n",
+                       "shown_tail": "secret plans", "typed_bytes": 14}),
+            )
+            .await
+            .unwrap();
+        let records = store.audit_records(all()).await.unwrap();
+        assert_eq!(records.len(), 1);
+        let data = &records[0].data;
+        assert_eq!(data["by"], "dashboard");
+        assert_eq!(data["typed_bytes"], 14);
+        assert_eq!(
+            data["typed_sha256"],
+            reef_security::audit::sha256_hex(b"cat notes.txt\n")
+        );
+        assert!(data.get("typed").is_none() && data.get("shown_tail").is_none());
+        assert!(!data.to_string().contains("secret plans"));
+    }
 }
 
 #[tokio::test]

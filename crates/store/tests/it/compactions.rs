@@ -54,10 +54,10 @@ async fn append_all(store: &Store, id: &SessionId, messages: &[Message]) {
 }
 
 /// A store with one session holding `n` messages.
-async fn session_with(id: &str, n: usize) -> (Store, SessionId) {
-    let (store, id) = store_with(id).await;
-    append_all(&store, &id, &transcript(n)).await;
-    (store, id)
+async fn session_with(store: &Store, id: &str, n: usize) -> SessionId {
+    let id = crate::session_in(store, id).await;
+    append_all(store, &id, &transcript(n)).await;
+    id
 }
 
 fn invalid_field(err: &StoreError) -> Option<&'static str> {
@@ -67,79 +67,80 @@ fn invalid_field(err: &StoreError) -> Option<&'static str> {
     }
 }
 
-#[tokio::test]
-async fn a_compaction_round_trips_every_field() {
-    let (store, id) = session_with("ses_cmp", 5).await;
-    let sent = NewCompaction {
-        from_seq: 2,
-        to_seq: 4,
-        strategy: CompactionStrategy::Archive,
-        trigger: CompactionTrigger::ContextLengthError,
-        summary: Some("the user asked for files ✓\nand got them".into()),
-        tokens_before: 120_000,
-        tokens_after: 9_500,
-        window: 128_000,
-    };
-    let first = store.record_compaction(&id, sent.clone()).await.unwrap();
-    assert_eq!(first.session_id, id);
-    assert_eq!(first.after_seq, 5);
-    assert_eq!(first.from_seq, 2);
-    assert_eq!(first.to_seq, 4);
-    assert_eq!(first.strategy, CompactionStrategy::Archive);
-    assert_eq!(first.trigger, CompactionTrigger::ContextLengthError);
-    assert_eq!(first.summary, sent.summary);
-    assert_eq!(first.tokens_before, 120_000);
-    assert_eq!(first.tokens_after, 9_500);
-    assert_eq!(first.window, 128_000);
-    assert_eq!(first.created_at.len(), "2025-01-01T00:00:00.000Z".len());
-    assert!(first.created_at.ends_with('Z'));
-    let last_message = store.messages(&id).await.unwrap().pop().unwrap();
-    assert!(first.created_at > last_message.created_at);
+both! {
+    async fn a_compaction_round_trips_every_field(store) {
+        let id = session_with(store, "ses_cmp", 5).await;
+        let sent = NewCompaction {
+            from_seq: 2,
+            to_seq: 4,
+            strategy: CompactionStrategy::Archive,
+            trigger: CompactionTrigger::ContextLengthError,
+            summary: Some("the user asked for files ✓\nand got them".into()),
+            tokens_before: 120_000,
+            tokens_after: 9_500,
+            window: 128_000,
+        };
+        let first = store.record_compaction(&id, sent.clone()).await.unwrap();
+        assert_eq!(first.session_id, id);
+        assert_eq!(first.after_seq, 5);
+        assert_eq!(first.from_seq, 2);
+        assert_eq!(first.to_seq, 4);
+        assert_eq!(first.strategy, CompactionStrategy::Archive);
+        assert_eq!(first.trigger, CompactionTrigger::ContextLengthError);
+        assert_eq!(first.summary, sent.summary);
+        assert_eq!(first.tokens_before, 120_000);
+        assert_eq!(first.tokens_after, 9_500);
+        assert_eq!(first.window, 128_000);
+        assert_eq!(first.created_at.len(), "2025-01-01T00:00:00.000Z".len());
+        assert!(first.created_at.ends_with('Z'));
+        let last_message = store.messages(&id).await.unwrap().pop().unwrap();
+        assert!(first.created_at > last_message.created_at);
 
-    // Dropped messages have no summary; after_seq follows the transcript.
-    store
-        .append_message(&id, &Message::user("more"))
-        .await
-        .unwrap();
-    let second = store
-        .record_compaction(
-            &id,
-            NewCompaction {
-                from_seq: 1,
-                to_seq: 6,
-                strategy: CompactionStrategy::Truncate,
-                trigger: CompactionTrigger::Manual,
-                summary: None,
-                tokens_before: 7,
-                tokens_after: 0,
-                window: 1,
-            },
-        )
-        .await
-        .unwrap();
-    assert_eq!(second.after_seq, 6);
-    assert_eq!(second.summary, None);
-    assert_eq!(second.trigger, CompactionTrigger::Manual);
-    assert!(second.id > first.id);
-    assert!(second.created_at > first.created_at);
+        // Dropped messages have no summary; after_seq follows the transcript.
+        store
+            .append_message(&id, &Message::user("more"))
+            .await
+            .unwrap();
+        let second = store
+            .record_compaction(
+                &id,
+                NewCompaction {
+                    from_seq: 1,
+                    to_seq: 6,
+                    strategy: CompactionStrategy::Truncate,
+                    trigger: CompactionTrigger::Manual,
+                    summary: None,
+                    tokens_before: 7,
+                    tokens_after: 0,
+                    window: 1,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(second.after_seq, 6);
+        assert_eq!(second.summary, None);
+        assert_eq!(second.trigger, CompactionTrigger::Manual);
+        assert!(second.id > first.id);
+        assert!(second.created_at > first.created_at);
 
-    assert_eq!(
-        store.compactions(&id).await.unwrap(),
-        vec![first.clone(), second.clone()]
-    );
+        assert_eq!(
+            store.compactions(&id).await.unwrap(),
+            vec![first.clone(), second.clone()]
+        );
 
-    // The strategy the summarizer uses round-trips too, and the messages are kept.
-    let third = store
-        .record_compaction(&id, compaction(3, 3))
-        .await
-        .unwrap();
-    assert_eq!(third.strategy, CompactionStrategy::Summarize);
-    assert_eq!(third.trigger, CompactionTrigger::Threshold);
-    assert_eq!(
-        store.compactions(&id).await.unwrap(),
-        vec![first, second, third]
-    );
-    assert_eq!(store.messages(&id).await.unwrap().len(), 6);
+        // The strategy the summarizer uses round-trips too, and the messages are kept.
+        let third = store
+            .record_compaction(&id, compaction(3, 3))
+            .await
+            .unwrap();
+        assert_eq!(third.strategy, CompactionStrategy::Summarize);
+        assert_eq!(third.trigger, CompactionTrigger::Threshold);
+        assert_eq!(
+            store.compactions(&id).await.unwrap(),
+            vec![first, second, third]
+        );
+        assert_eq!(store.messages(&id).await.unwrap().len(), 6);
+    }
 }
 
 #[tokio::test]
@@ -162,96 +163,98 @@ async fn compactions_survive_a_reopen() {
     assert_eq!(again.compactions(&id).await.unwrap(), vec![recorded]);
 }
 
-#[tokio::test]
-async fn compactions_list_in_recording_order() {
-    let (store, id) = session_with("ses_order", 8).await;
-    let other = store
-        .create_session(new_session("ses_other"))
-        .await
-        .unwrap()
-        .id;
-    append_all(&store, &other, &transcript(8)).await;
-    let mut recorded = Vec::new();
-    for (from, to) in [(5, 6), (1, 2), (3, 8), (2, 2)] {
-        recorded.push(
-            store
-                .record_compaction(&id, compaction(from, to))
-                .await
-                .unwrap(),
-        );
-        // Interleave another session's rows; they are not listed here.
-        store
-            .record_compaction(&other, compaction(1, to))
+both! {
+    async fn compactions_list_in_recording_order(store) {
+        let id = session_with(store, "ses_order", 8).await;
+        let other = store
+            .create_session(new_session("ses_other"))
             .await
-            .unwrap();
+            .unwrap()
+            .id;
+        append_all(store, &other, &transcript(8)).await;
+        let mut recorded = Vec::new();
+        for (from, to) in [(5, 6), (1, 2), (3, 8), (2, 2)] {
+            recorded.push(
+                store
+                    .record_compaction(&id, compaction(from, to))
+                    .await
+                    .unwrap(),
+            );
+            // Interleave another session's rows; they are not listed here.
+            store
+                .record_compaction(&other, compaction(1, to))
+                .await
+                .unwrap();
+        }
+        let listed = store.compactions(&id).await.unwrap();
+        assert_eq!(listed, recorded);
+        assert_eq!(
+            listed
+                .iter()
+                .map(|c| (c.from_seq, c.to_seq))
+                .collect::<Vec<_>>(),
+            vec![(5, 6), (1, 2), (3, 8), (2, 2)]
+        );
+        assert!(listed.windows(2).all(|w| w[0].id < w[1].id));
+        let others = store.compactions(&other).await.unwrap();
+        assert_eq!(others.len(), 4);
+        assert!(others.iter().all(|c| c.session_id == other));
     }
-    let listed = store.compactions(&id).await.unwrap();
-    assert_eq!(listed, recorded);
-    assert_eq!(
-        listed
-            .iter()
-            .map(|c| (c.from_seq, c.to_seq))
-            .collect::<Vec<_>>(),
-        vec![(5, 6), (1, 2), (3, 8), (2, 2)]
-    );
-    assert!(listed.windows(2).all(|w| w[0].id < w[1].id));
-    let others = store.compactions(&other).await.unwrap();
-    assert_eq!(others.len(), 4);
-    assert!(others.iter().all(|c| c.session_id == other));
 }
 
-#[tokio::test]
-async fn bad_ranges_and_unknown_sessions_are_refused() {
-    let (store, id) = session_with("ses_bad", 4).await;
-    let err = store
-        .record_compaction(&id, compaction(0, 2))
-        .await
-        .unwrap_err();
-    assert_eq!(invalid_field(&err), Some("from_seq"), "{err:?}");
-    let err = store
-        .record_compaction(&id, compaction(3, 2))
-        .await
-        .unwrap_err();
-    assert_eq!(invalid_field(&err), Some("to_seq"), "{err:?}");
-    let err = store
-        .record_compaction(&id, compaction(2, 5))
-        .await
-        .unwrap_err();
-    assert_eq!(invalid_field(&err), Some("to_seq"), "{err:?}");
-    assert!(err.to_string().contains("last message (4)"), "{err}");
-    // The last message itself is in range.
-    store
-        .record_compaction(&id, compaction(4, 4))
-        .await
-        .unwrap();
+both! {
+    async fn bad_ranges_and_unknown_sessions_are_refused(store) {
+        let id = session_with(store, "ses_bad", 4).await;
+        let err = store
+            .record_compaction(&id, compaction(0, 2))
+            .await
+            .unwrap_err();
+        assert_eq!(invalid_field(&err), Some("from_seq"), "{err:?}");
+        let err = store
+            .record_compaction(&id, compaction(3, 2))
+            .await
+            .unwrap_err();
+        assert_eq!(invalid_field(&err), Some("to_seq"), "{err:?}");
+        let err = store
+            .record_compaction(&id, compaction(2, 5))
+            .await
+            .unwrap_err();
+        assert_eq!(invalid_field(&err), Some("to_seq"), "{err:?}");
+        assert!(err.to_string().contains("last message (4)"), "{err}");
+        // The last message itself is in range.
+        store
+            .record_compaction(&id, compaction(4, 4))
+            .await
+            .unwrap();
 
-    // A session without messages has nothing to compact.
-    let (empty_store, empty) = store_with("ses_empty").await;
-    let err = empty_store
-        .record_compaction(&empty, compaction(1, 1))
-        .await
-        .unwrap_err();
-    assert_eq!(invalid_field(&err), Some("to_seq"), "{err:?}");
-    assert!(empty_store.compactions(&empty).await.unwrap().is_empty());
+        // A session without messages has nothing to compact.
+        let (empty_store, empty) = store_with("ses_empty").await;
+        let err = empty_store
+            .record_compaction(&empty, compaction(1, 1))
+            .await
+            .unwrap_err();
+        assert_eq!(invalid_field(&err), Some("to_seq"), "{err:?}");
+        assert!(empty_store.compactions(&empty).await.unwrap().is_empty());
 
-    let missing = SessionId::from("ses_missing");
-    let err = store
-        .record_compaction(&missing, compaction(1, 1))
-        .await
-        .unwrap_err();
-    assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
-    let err = store.compactions(&missing).await.unwrap_err();
-    assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
+        let missing = SessionId::from("ses_missing");
+        let err = store
+            .record_compaction(&missing, compaction(1, 1))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
+        let err = store.compactions(&missing).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
 
-    // Only the valid one was written.
-    let listed = store.compactions(&id).await.unwrap();
-    assert_eq!(
-        listed
-            .iter()
-            .map(|c| (c.from_seq, c.to_seq))
-            .collect::<Vec<_>>(),
-        vec![(4, 4)]
-    );
+        // Only the valid one was written.
+        let listed = store.compactions(&id).await.unwrap();
+        assert_eq!(
+            listed
+                .iter()
+                .map(|c| (c.from_seq, c.to_seq))
+                .collect::<Vec<_>>(),
+            vec![(4, 4)]
+        );
+    }
 }
 
 #[tokio::test]
@@ -513,82 +516,84 @@ async fn a_fork_copies_the_prefix_and_its_compactions() {
     assert_eq!(compactions_before, vec![a, b, c, d]);
 }
 
-#[tokio::test]
-async fn a_fork_of_the_whole_session_copies_everything() {
-    let (store, source) = session_with("ses_whole", 4).await;
-    let a = store
-        .record_compaction(&source, compaction(1, 4))
-        .await
-        .unwrap();
-    let fork = store
-        .fork_session(&source, 4, fork_request("ses_whole_fork"))
-        .await
-        .unwrap();
-    assert_eq!(
-        store.messages(&fork.id).await.unwrap(),
-        store.messages(&source).await.unwrap()
-    );
-    let copies = store.compactions(&fork.id).await.unwrap();
-    assert_eq!(
-        copies.iter().map(copied).collect::<Vec<_>>(),
-        vec![copied(&a)]
-    );
-    assert_eq!(copies[0].after_seq, 4);
+both! {
+    async fn a_fork_of_the_whole_session_copies_everything(store) {
+        let source = session_with(store, "ses_whole", 4).await;
+        let a = store
+            .record_compaction(&source, compaction(1, 4))
+            .await
+            .unwrap();
+        let fork = store
+            .fork_session(&source, 4, fork_request("ses_whole_fork"))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.messages(&fork.id).await.unwrap(),
+            store.messages(&source).await.unwrap()
+        );
+        let copies = store.compactions(&fork.id).await.unwrap();
+        assert_eq!(
+            copies.iter().map(copied).collect::<Vec<_>>(),
+            vec![copied(&a)]
+        );
+        assert_eq!(copies[0].after_seq, 4);
 
-    // A fork of a fork is a fork like any other.
-    let again = store
-        .fork_session(&fork.id, 1, fork_request("ses_whole_fork2"))
-        .await
-        .unwrap();
-    assert_eq!(store.messages(&again.id).await.unwrap().len(), 1);
-    assert!(store.compactions(&again.id).await.unwrap().is_empty());
+        // A fork of a fork is a fork like any other.
+        let again = store
+            .fork_session(&fork.id, 1, fork_request("ses_whole_fork2"))
+            .await
+            .unwrap();
+        assert_eq!(store.messages(&again.id).await.unwrap().len(), 1);
+        assert!(store.compactions(&again.id).await.unwrap().is_empty());
+    }
 }
 
-#[tokio::test]
-async fn bad_forks_are_refused_and_leave_nothing() {
-    let (store, source) = session_with("ses_fsrc", 3).await;
-    for upto in [0, 4] {
-        let err = store
-            .fork_session(&source, upto, fork_request("ses_nope"))
-            .await
-            .unwrap_err();
-        assert_eq!(invalid_field(&err), Some("upto_seq"), "{upto}: {err:?}");
-    }
-    let empty = store
-        .create_session(new_session("ses_fempty"))
-        .await
-        .unwrap()
-        .id;
-    let err = store
-        .fork_session(&empty, 1, fork_request("ses_nope"))
-        .await
-        .unwrap_err();
-    assert_eq!(invalid_field(&err), Some("upto_seq"), "{err:?}");
-
-    let err = store
-        .fork_session(&SessionId::from("ses_missing"), 1, fork_request("ses_nope"))
-        .await
-        .unwrap_err();
-    assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
-
-    // Forking onto an existing id (including the source's own) changes neither session.
-    let before = store.messages(&empty).await.unwrap();
-    for target in ["ses_fempty", "ses_fsrc"] {
-        let err = store
-            .fork_session(&source, 2, fork_request(target))
-            .await
-            .unwrap_err();
-        assert!(matches!(err, StoreError::Conflict(_)), "{target}: {err:?}");
-    }
-    assert_eq!(store.messages(&empty).await.unwrap(), before);
-    assert_eq!(store.messages(&source).await.unwrap().len(), 3);
-
-    assert!(
-        store
-            .get_session(&SessionId::from("ses_nope"))
+both! {
+    async fn bad_forks_are_refused_and_leave_nothing(store) {
+        let source = session_with(store, "ses_fsrc", 3).await;
+        for upto in [0, 4] {
+            let err = store
+                .fork_session(&source, upto, fork_request("ses_nope"))
+                .await
+                .unwrap_err();
+            assert_eq!(invalid_field(&err), Some("upto_seq"), "{upto}: {err:?}");
+        }
+        let empty = store
+            .create_session(new_session("ses_fempty"))
             .await
             .unwrap()
-            .is_none()
-    );
-    assert_eq!(store.list_sessions(10).await.unwrap().len(), 2);
+            .id;
+        let err = store
+            .fork_session(&empty, 1, fork_request("ses_nope"))
+            .await
+            .unwrap_err();
+        assert_eq!(invalid_field(&err), Some("upto_seq"), "{err:?}");
+
+        let err = store
+            .fork_session(&SessionId::from("ses_missing"), 1, fork_request("ses_nope"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
+
+        // Forking onto an existing id (including the source's own) changes neither session.
+        let before = store.messages(&empty).await.unwrap();
+        for target in ["ses_fempty", "ses_fsrc"] {
+            let err = store
+                .fork_session(&source, 2, fork_request(target))
+                .await
+                .unwrap_err();
+            assert!(matches!(err, StoreError::Conflict(_)), "{target}: {err:?}");
+        }
+        assert_eq!(store.messages(&empty).await.unwrap(), before);
+        assert_eq!(store.messages(&source).await.unwrap().len(), 3);
+
+        assert!(
+            store
+                .get_session(&SessionId::from("ses_nope"))
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(store.list_sessions(10).await.unwrap().len(), 2);
+    }
 }

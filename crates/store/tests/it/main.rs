@@ -1,6 +1,32 @@
 //! reef-store integration tests: one binary, one module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
+/// Tests written once and run on both backends: `both! { async fn name(store) { … } }`
+/// makes `name::sqlite` and `name::postgres`, each with a fresh, empty store.
+macro_rules! both {
+    ($($(#[$meta:meta])* async fn $name:ident($store:ident) $body:block)*) => {$(
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports, reason = "each test uses what it needs of its module")]
+            use super::*;
+
+            async fn body($store: &reef_store::Store) $body
+
+            #[tokio::test]
+            async fn sqlite() {
+                let store = crate::Fresh::sqlite();
+                body(&store).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                let store = crate::Fresh::postgres().await;
+                body(&store).await;
+            }
+        }
+    )*};
+}
+
 mod agents;
 mod audit;
 mod compactions;
@@ -9,7 +35,6 @@ mod memory;
 mod messages;
 mod open;
 mod pending;
-#[cfg(feature = "postgres")]
 mod postgres;
 mod recall;
 mod routines;
@@ -20,6 +45,58 @@ mod usage;
 
 use reef_core::SessionId;
 use reef_store::{NewSession, Store};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// An empty store on one backend, with what must outlive it.
+pub struct Fresh {
+    store: Store,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Fresh {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        &self.store
+    }
+}
+
+impl Fresh {
+    /// A SQLite file in a temporary directory.
+    pub fn sqlite() -> Fresh {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("reef.db")).unwrap();
+        Fresh { store, _dir: dir }
+    }
+
+    /// A database of its own on the PostgreSQL shared by this run's tests, with its keys in a
+    /// temporary directory.
+    pub async fn postgres() -> Fresh {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let engines = reef_test_support::Engines::shared();
+        let name = format!(
+            "t{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let (client, connection) =
+            tokio_postgres::connect(engines.database_url(), tokio_postgres::NoTls)
+                .await
+                .unwrap();
+        tokio::spawn(connection);
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap();
+        let base = engines.database_url();
+        let url = format!("{}/{name}", &base[..base.rfind('/').unwrap()]);
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect_postgres(&url, None, dir.path())
+            .await
+            .unwrap();
+        Fresh { store, _dir: dir }
+    }
+}
 
 /// A new-session request with a fixed id.
 pub fn new_session(id: &str) -> NewSession {
@@ -35,6 +112,11 @@ pub fn new_session(id: &str) -> NewSession {
 /// An in-memory store holding one session with the given id.
 pub async fn store_with(id: &str) -> (Store, SessionId) {
     let store = Store::open_in_memory().unwrap();
-    let rec = store.create_session(new_session(id)).await.unwrap();
-    (store, rec.id)
+    let id = session_in(&store, id).await;
+    (store, id)
+}
+
+/// Creates a session with the given id in `store`.
+pub async fn session_in(store: &Store, id: &str) -> SessionId {
+    store.create_session(new_session(id)).await.unwrap().id
 }

@@ -44,25 +44,26 @@ fn every_variant() -> Vec<Message> {
     ]
 }
 
-#[tokio::test]
-async fn every_variant_round_trips() {
-    let (store, id) = store_with("ses_rt").await;
-    let sent = every_variant();
-    for (i, m) in sent.iter().enumerate() {
-        let stored = store.append_message(&id, m).await.unwrap();
-        assert_eq!(stored.seq, i as u64 + 1);
-        assert_eq!(&stored.message, m);
-        assert_eq!(stored.created_at.len(), "2025-01-01T00:00:00.000Z".len());
-        assert!(stored.created_at.ends_with('Z'));
+both! {
+    async fn every_variant_round_trips(store) {
+        let id = crate::session_in(store, "ses_rt").await;
+        let sent = every_variant();
+        for (i, m) in sent.iter().enumerate() {
+            let stored = store.append_message(&id, m).await.unwrap();
+            assert_eq!(stored.seq, i as u64 + 1);
+            assert_eq!(&stored.message, m);
+            assert_eq!(stored.created_at.len(), "2025-01-01T00:00:00.000Z".len());
+            assert!(stored.created_at.ends_with('Z'));
+        }
+        let back: Vec<Message> = store
+            .messages(&id)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.message)
+            .collect();
+        assert_eq!(back, sent);
     }
-    let back: Vec<Message> = store
-        .messages(&id)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.message)
-        .collect();
-    assert_eq!(back, sent);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -93,64 +94,66 @@ async fn concurrent_appends_get_distinct_seqs() {
     );
 }
 
-#[tokio::test]
-async fn title_comes_from_first_user_message() {
-    let (store, id) = store_with("ses_title").await;
-    assert_eq!(store.get_session(&id).await.unwrap().unwrap().title, None);
-    store
-        .append_message(&id, &Message::system("system prompt"))
-        .await
-        .unwrap();
-    assert_eq!(store.get_session(&id).await.unwrap().unwrap().title, None);
+both! {
+    async fn title_comes_from_first_user_message(store) {
+        let id = crate::session_in(store, "ses_title").await;
+        assert_eq!(store.get_session(&id).await.unwrap().unwrap().title, None);
+        store
+            .append_message(&id, &Message::system("system prompt"))
+            .await
+            .unwrap();
+        assert_eq!(store.get_session(&id).await.unwrap().unwrap().title, None);
 
-    let long = format!("Fix the  build\n{}", "x".repeat(200));
-    store
-        .append_message(&id, &Message::user(long))
-        .await
-        .unwrap();
-    store
-        .append_message(&id, &Message::user("second question"))
-        .await
-        .unwrap();
-    let title = store
-        .get_session(&id)
-        .await
-        .unwrap()
-        .unwrap()
-        .title
-        .unwrap();
-    assert_eq!(title.chars().count(), 80);
-    assert!(title.starts_with("Fix the build xxx"), "{title}");
+        let long = format!("Fix the  build\n{}", "x".repeat(200));
+        store
+            .append_message(&id, &Message::user(long))
+            .await
+            .unwrap();
+        store
+            .append_message(&id, &Message::user("second question"))
+            .await
+            .unwrap();
+        let title = store
+            .get_session(&id)
+            .await
+            .unwrap()
+            .unwrap()
+            .title
+            .unwrap();
+        assert_eq!(title.chars().count(), 80);
+        assert!(title.starts_with("Fix the build xxx"), "{title}");
+    }
 }
 
-#[tokio::test]
-async fn append_bumps_updated_at() {
-    let (store, id) = store_with("ses_bump").await;
-    let before = store.get_session(&id).await.unwrap().unwrap();
-    let stored = store
-        .append_message(&id, &Message::user("hi"))
-        .await
-        .unwrap();
-    let after = store.get_session(&id).await.unwrap().unwrap();
-    assert_eq!(after.created_at, before.created_at);
-    assert!(after.updated_at > before.updated_at);
-    assert_eq!(after.updated_at, stored.created_at);
+both! {
+    async fn append_bumps_updated_at(store) {
+        let id = crate::session_in(store, "ses_bump").await;
+        let before = store.get_session(&id).await.unwrap().unwrap();
+        let stored = store
+            .append_message(&id, &Message::user("hi"))
+            .await
+            .unwrap();
+        let after = store.get_session(&id).await.unwrap().unwrap();
+        assert_eq!(after.created_at, before.created_at);
+        assert!(after.updated_at > before.updated_at);
+        assert_eq!(after.updated_at, stored.created_at);
+    }
 }
 
-#[tokio::test]
-async fn unknown_session_is_not_found() {
-    let store = Store::open_in_memory().unwrap();
-    let missing = SessionId::from("ses_missing");
-    let err = store
-        .append_message(&missing, &Message::user("hi"))
-        .await
-        .unwrap_err();
-    assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
-    assert!(matches!(
-        store.messages(&missing).await,
-        Err(StoreError::NotFound(_))
-    ));
-    assert!(store.get_session(&missing).await.unwrap().is_none());
+both! {
+    async fn unknown_session_is_not_found(store) {
+        let missing = SessionId::from("ses_missing");
+        let err = store
+            .append_message(&missing, &Message::user("hi"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
+        assert!(matches!(
+            store.messages(&missing).await,
+            Err(StoreError::NotFound(_))
+        ));
+        assert!(store.get_session(&missing).await.unwrap().is_none());
+    }
 }
 
 #[tokio::test]

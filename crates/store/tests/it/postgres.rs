@@ -79,7 +79,7 @@ async fn the_postgres_schema_has_every_table_and_column_of_the_sqlite_one() {
     let store = PgStore::connect(engines.database_url(), None)
         .await
         .unwrap();
-    assert_eq!(store.schema_version().await.unwrap(), 2);
+    assert_eq!(store.schema_version().await.unwrap(), 3);
     let sqlite = sqlite_columns();
     assert!(sqlite.len() > 150, "{} columns", sqlite.len());
     let mut postgres = postgres_columns(engines.database_url()).await;
@@ -107,18 +107,18 @@ async fn nodes_starting_together_migrate_once() {
         PgStore::connect(url, None)
     );
     for store in [a, b, c] {
-        assert_eq!(store.unwrap().schema_version().await.unwrap(), 2);
+        assert_eq!(store.unwrap().schema_version().await.unwrap(), 3);
     }
     // A node started later finds the schema as it is.
     let again = PgStore::connect(url, None).await.unwrap();
-    assert_eq!(again.schema_version().await.unwrap(), 2);
+    assert_eq!(again.schema_version().await.unwrap(), 3);
     let applied: i64 = connect(url)
         .await
         .query_one("SELECT count(*) FROM reef_schema", &[])
         .await
         .unwrap()
         .get(0);
-    assert_eq!(applied, 2);
+    assert_eq!(applied, 3);
 }
 
 #[tokio::test]
