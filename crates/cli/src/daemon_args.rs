@@ -9,6 +9,9 @@ pub struct ServeArgs {
     /// Address of the HTTP API (default: daemon.listen); port 0 picks a free one.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// Run as a node of the cluster described by `[cluster]` (as `cluster.enabled = true`).
+    #[arg(long)]
+    pub cluster: bool,
 }
 
 #[derive(Debug, Subcommand)]

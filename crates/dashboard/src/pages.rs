@@ -30,7 +30,9 @@ pub(crate) fn failure(err: &RuntimeError) -> Response {
         RuntimeError::Conflict(_) => StatusCode::CONFLICT,
         RuntimeError::Denied(_) => StatusCode::FORBIDDEN,
         RuntimeError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-        RuntimeError::Store(_) | RuntimeError::Setup(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        RuntimeError::Store(_) | RuntimeError::Setup(_) | RuntimeError::Cluster(_) => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
     };
     let html = format!(
         r#"<p class="notice error" role="alert">{}</p>"#,

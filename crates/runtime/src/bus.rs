@@ -34,23 +34,41 @@ impl EventFilter {
 pub struct Bus {
     tx: broadcast::Sender<StoredEvent>,
     poke: Arc<Notify>,
+    /// In cluster mode, the other nodes, told when this one appends events.
+    cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 impl Bus {
-    /// A bus over `store`, publishing events after `after` (the history's current end).
-    pub(crate) fn start(store: Store, after: u64) -> (Bus, tokio::task::JoinHandle<()>) {
+    /// A bus over `store`, publishing events after `after` (the history's current end). In
+    /// cluster mode it also reads the history every `poll`, for events other nodes appended
+    /// while their notifications could not arrive.
+    pub(crate) fn start(
+        store: Store,
+        after: u64,
+        cluster: Option<Arc<crate::cluster::Cluster>>,
+    ) -> (Bus, tokio::task::JoinHandle<()>) {
         let (tx, _) = broadcast::channel(LIVE_BUFFER);
         let poke = Arc::new(Notify::new());
+        let poll = cluster.as_ref().map(|c| c.tick());
         let bus = Bus {
             tx: tx.clone(),
             poke: poke.clone(),
+            cluster,
         };
-        let task = tokio::spawn(pump(store, tx, poke, after));
+        let task = tokio::spawn(pump(store, tx, poke, after, poll));
         (bus, task)
     }
 
-    /// Tells the pump new events were committed.
+    /// Tells the pump (and, in cluster mode, the other nodes') new events were committed.
     pub(crate) fn poke(&self) {
+        self.poke.notify_one();
+        if let Some(cluster) = &self.cluster {
+            cluster.announce_events();
+        }
+    }
+
+    /// Tells this node's pump alone (another node appended events).
+    pub(crate) fn poke_local(&self) {
         self.poke.notify_one();
     }
 
@@ -60,9 +78,23 @@ impl Bus {
     }
 }
 
-async fn pump(store: Store, tx: broadcast::Sender<StoredEvent>, poke: Arc<Notify>, mut after: u64) {
+async fn pump(
+    store: Store,
+    tx: broadcast::Sender<StoredEvent>,
+    poke: Arc<Notify>,
+    mut after: u64,
+    poll: Option<std::time::Duration>,
+) {
     loop {
-        poke.notified().await;
+        match poll {
+            Some(poll) => {
+                // Whichever comes first; a missed notification costs one `poll`.
+                if tokio::time::timeout(poll, poke.notified()).await.is_err() {
+                    tracing::trace!("reading the history on the poll");
+                }
+            }
+            None => poke.notified().await,
+        }
         loop {
             let batch = match store.events_after(after, None, 512).await {
                 Ok(batch) => batch,

@@ -70,6 +70,8 @@ pub(crate) struct Inner {
     pub meter: crate::metrics::Meter,
     /// Agents' protocol events as they happen.
     pub live: crate::live::Live,
+    /// This node of the cluster, in cluster mode.
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 /// What a start found and repaired.
@@ -85,9 +87,30 @@ impl Runtime {
     /// Opens the store, puts messages a killed process had claimed back in their inboxes,
     /// checks the sandbox once, starts the bus and the expiry task, and wakes every running
     /// agent with work.
+    ///
+    /// In cluster mode the store is PostgreSQL, the node joins the cluster under its name, and
+    /// it runs only the agents it holds leases on; what a node that died was doing is put back
+    /// when another takes its agents over, not at start.
     pub async fn start(opts: RuntimeOptions) -> Result<(Runtime, Recovery), RuntimeError> {
-        let store = Store::open(&opts.config.store_path)?;
-        let released = store.release_claimed().await?;
+        let (store, cluster) = match &opts.config.cluster {
+            Some(config) => {
+                let password = config.database_password.as_ref().map(|p| p.expose());
+                let store =
+                    Store::connect_postgres(&config.database_url, password, &opts.config.home)
+                        .await?;
+                let pg = store
+                    .postgres()
+                    .cloned()
+                    .ok_or_else(|| RuntimeError::Setup("cluster mode without PostgreSQL".into()))?;
+                let cluster = crate::cluster::Cluster::join(pg, config).await?;
+                (store, Some(Arc::new(cluster)))
+            }
+            None => (Store::open(&opts.config.store_path)?, None),
+        };
+        let released = match cluster {
+            Some(_) => 0,
+            None => store.release_claimed().await?,
+        };
         let after = store.last_event_seq().await?;
         let (policy, sandbox_warning) = reef_agent::sandbox_policy(&opts.config, opts.helper)
             .await
@@ -107,7 +130,7 @@ impl Runtime {
         }
         .map_err(|message| RuntimeError::invalid("approvals", message))?;
         let mcp = reef_agent::mcp_hub(&opts.config, policy.clone());
-        let (bus, pump) = Bus::start(store.clone(), after);
+        let (bus, pump) = Bus::start(store.clone(), after, cluster.clone());
         let (shutdown, _) = watch::channel(false);
         let runtime = Runtime {
             inner: Arc::new(Inner {
@@ -137,6 +160,7 @@ impl Runtime {
                 debuggers: crate::debug::Debuggers::default(),
                 started: std::time::Instant::now(),
                 channels: crate::channels::Board::default(),
+                cluster,
                 scheduler: crate::scheduler::Handle::new(
                     opts.clock
                         .unwrap_or_else(|| Arc::new(reef_schedule::SystemClock)),
@@ -207,6 +231,10 @@ impl Runtime {
             cursor,
         ));
         lock(&runtime.inner.background).push(scheduler);
+        if runtime.inner.cluster.is_some() {
+            let loops = crate::cluster::start(&runtime.inner);
+            lock(&runtime.inner.background).extend(loops);
+        }
         runtime.inner.bus.poke();
         Ok((runtime, Recovery { released, woken }))
     }
@@ -269,6 +297,8 @@ impl Runtime {
             worker.stop();
             join_worker(worker).await;
         }
+        // Their messages are back in the inboxes: the other nodes take the agents now.
+        self.leave_cluster().await;
         if let Err(err) = self
             .inner
             .store
@@ -306,6 +336,13 @@ impl Runtime {
         if *self.inner.shutdown.borrow() {
             return;
         }
+        // Another node runs it (or will): that node is told.
+        if let Some(cluster) = &self.inner.cluster
+            && !cluster.owns(agent)
+        {
+            cluster.announce_work(agent);
+            return;
+        }
         if let Some(worker) = workers.get(agent)
             && !worker.task.is_finished()
         {
@@ -322,6 +359,15 @@ impl Runtime {
         let mut workers = lock(&self.inner.workers);
         if *self.inner.shutdown.borrow() {
             return Err(RuntimeError::ShuttingDown);
+        }
+        if let Some(cluster) = &self.inner.cluster
+            && !cluster.owns(agent)
+        {
+            return Err(RuntimeError::Conflict(format!(
+                "agent {agent} does not run on node {} (`reef cluster status` shows where it \
+                 runs): send operator commands to that node",
+                cluster.name()
+            )));
         }
         let command = match workers.get(agent) {
             Some(worker) if !worker.task.is_finished() => match worker.control(command) {

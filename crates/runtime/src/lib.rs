@@ -13,6 +13,7 @@ mod backfill;
 mod bus;
 pub mod caps;
 mod channels;
+mod cluster;
 mod debug;
 mod error;
 mod expiry;

@@ -48,7 +48,9 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::Conflict(_) => StatusCode::CONFLICT,
             RuntimeError::Denied(_) => StatusCode::FORBIDDEN,
             RuntimeError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-            RuntimeError::Store(_) | RuntimeError::Setup(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            RuntimeError::Store(_) | RuntimeError::Setup(_) | RuntimeError::Cluster(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
         };
         let field = match &err {
             RuntimeError::Invalid { field, .. } => Some(field.clone()),

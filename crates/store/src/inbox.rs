@@ -363,6 +363,24 @@ impl Store {
         .await
     }
 
+    /// Puts `agent`'s `processing` messages back to `pending` (in cluster mode, when this node
+    /// takes the agent over from one that stopped renewing its lease mid-turn). Returns how
+    /// many.
+    pub async fn release_claimed_of(&self, agent: &AgentId) -> Result<u64, StoreError> {
+        let agent = agent.clone();
+        self.run(move |db| {
+            let n = db
+                .conn
+                .prepare_cached(
+                    "UPDATE inbox SET status = 'pending'
+                     WHERE agent_id = ?1 AND status = 'processing'",
+                )?
+                .execute(params![agent.as_str()])?;
+            Ok(u64::try_from(n).unwrap_or(u64::MAX))
+        })
+        .await
+    }
+
     /// Messages waiting in every inbox, and messages a turn is working on.
     pub async fn inbox_counts(&self) -> Result<(u64, u64), StoreError> {
         self.run(|db| {

@@ -464,7 +464,7 @@ impl Store {
             let mut stmt = db.conn.prepare_cached(
                 "SELECT c.item_id, c.id, i.namespace, c.text, i.tags, i.source, i.created_at
                  FROM memory_chunks c JOIN memory_items i ON i.id = c.item_id
-                 WHERE c.id IN (SELECT value FROM json_each(?1))
+                 WHERE c.id IN (SELECT CAST(value AS BIGINT) FROM json_each(?1))
                    AND (CAST(?2 AS TEXT) IS NULL OR i.created_at >= ?2)
                    AND NOT EXISTS (SELECT 1 FROM json_each(?3) want
                                    WHERE want.value NOT IN (SELECT value FROM json_each(i.tags)))",

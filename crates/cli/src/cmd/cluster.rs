@@ -29,6 +29,7 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
                 "alive": n.alive,
                 "draining": n.draining,
                 "agents": n.agents,
+                "bus": if n.bus_connected { "nats" } else { "polling" },
             })).collect::<Vec<_>>(),
             "leases": leases.iter().map(|l| json!({
                 "agent": l.agent.as_str(),
@@ -44,14 +45,20 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
     if nodes.is_empty() {
         println!("no node has joined");
     } else {
-        println!("{:<24}  {:<6}  {:<8}  agents", "node", "alive", "draining");
+        println!(
+            "{:<24}  {:<6}  {:<8}  {:<7}  agents",
+            "node", "alive", "draining", "bus"
+        );
         let yes = |b: bool| if b { "yes" } else { "no" };
         for n in &nodes {
+            // Without NATS a node finds work by polling the database: slower, still correct.
+            let bus = if n.bus_connected { "nats" } else { "polling" };
             println!(
-                "{:<24}  {:<6}  {:<8}  {}",
+                "{:<24}  {:<6}  {:<8}  {:<7}  {}",
                 n.name,
                 yes(n.alive),
                 yes(n.draining),
+                bus,
                 n.agents
             );
         }

@@ -13,16 +13,11 @@ pub async fn serve(
     overrides: &[String],
     args: crate::daemon_args::ServeArgs,
 ) -> anyhow::Result<u8> {
-    let config = home::load_config(overrides)?;
-    // Running alone on SQLite when the user asked for the cluster would split the agents' state
-    // in two without a word.
-    if config.cluster.is_some() {
-        return Err(crate::exit::Exit::usage(
-            "cluster.enabled: reef serve cannot run in cluster mode yet (its PostgreSQL store \
-             and agent leases exist, the daemon does not run on them); set cluster.enabled = \
-             false to run this node alone",
-        ));
+    let mut overrides = overrides.to_vec();
+    if args.cluster {
+        overrides.push("cluster.enabled=true".into());
     }
+    let config = home::load_config(&overrides)?;
     // Asked once, before the daemon detaches from the terminal.
     crate::passphrase::unlock_if_used(&config.vault)?;
     let home_dir = config.home.clone();

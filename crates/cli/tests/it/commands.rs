@@ -154,10 +154,13 @@ fn doctor_checks_both_engines_in_cluster_mode() {
         bus.starts_with("[FAIL]") && bus.contains(&format!("NATS at 127.0.0.1:{closed}")),
         "{stdout}"
     );
-    // The daemon does not run on a cluster yet, and says so rather than running alone.
-    let out = reef(&home).args(["serve"]).assert().code(2);
+    // A node whose database cannot be reached does not start (nor run alone on SQLite).
+    let out = reef(&home).args(["serve"]).assert().code(1);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-    assert!(stderr.contains("cluster.enabled"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("127.0.0.1:{closed}/reef")) && stderr.contains("PostgreSQL"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -205,8 +208,8 @@ fn cluster_status_shows_the_nodes_from_any_nodes_config() {
     assert_eq!(
         report["nodes"],
         serde_json::json!([
-            {"name": "eu-1", "alive": true, "draining": false, "agents": 0},
-            {"name": "eu-2", "alive": true, "draining": true, "agents": 0},
+            {"name": "eu-1", "alive": true, "draining": false, "agents": 0, "bus": "nats"},
+            {"name": "eu-2", "alive": true, "draining": true, "agents": 0, "bus": "nats"},
         ]),
         "{report}"
     );
@@ -219,7 +222,7 @@ fn cluster_status_shows_the_nodes_from_any_nodes_config() {
         .unwrap_or_default();
     assert_eq!(
         row.split_whitespace().collect::<Vec<_>>(),
-        ["eu-2", "yes", "yes", "0"],
+        ["eu-2", "yes", "yes", "nats", "0"],
         "{stdout}"
     );
 }

@@ -19,10 +19,16 @@ pub(crate) struct Daemon {
 
 impl Daemon {
     pub(crate) async fn start(home: &TestHome) -> Daemon {
+        Daemon::start_with(home, &[]).await
+    }
+
+    /// `reef serve ARGS`.
+    pub(crate) async fn start_with(home: &TestHome, args: &[&str]) -> Daemon {
         let addr_file = home.reef_home().join("reef.addr");
         let _ = std::fs::remove_file(&addr_file);
         let child = Command::new(env!("CARGO_BIN_EXE_reef"))
             .arg("serve")
+            .args(args)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", home.path())
@@ -37,7 +43,10 @@ impl Daemon {
         let mut addr = String::new();
         // A loaded machine can take long to start it; a daemon that exits says why at once.
         for _ in 0..6000 {
-            if let Ok(text) = std::fs::read_to_string(&addr_file) {
+            // Read whole: a file caught between its creation and its write is empty.
+            if let Ok(text) = std::fs::read_to_string(&addr_file)
+                && text.ends_with('\n')
+            {
                 addr = text.trim().to_owned();
                 break;
             }

@@ -5,6 +5,7 @@ mod audit;
 mod browser;
 mod caps;
 mod channels;
+mod cluster;
 mod commands;
 mod compaction;
 mod cost;

@@ -46,6 +46,8 @@ pub struct NodeStatus {
     pub draining: bool,
     /// Agents whose lease it holds.
     pub agents: i64,
+    /// Whether it reached NATS at its last heartbeat (otherwise it polls the database).
+    pub bus_connected: bool,
 }
 
 impl PgStore {
@@ -93,10 +95,14 @@ impl PgStore {
         }
     }
 
-    /// Records that `node` is alive and renews every lease it holds; returns the agents it
-    /// still owns. Fails with [`PgError::Superseded`] when another process took the node's
+    /// Records that `node` is alive (and whether it reaches NATS) and renews every lease it
+    /// holds; returns the agents it still owns. Fails with [`PgError::Superseded`] when another process took the node's
     /// name (its heartbeats had stopped for longer than its lease): the node must stop.
-    pub async fn heartbeat(&self, node: &ClusterNode) -> Result<Vec<AgentId>, PgError> {
+    pub async fn heartbeat(
+        &self,
+        node: &ClusterNode,
+        bus_connected: bool,
+    ) -> Result<Vec<AgentId>, PgError> {
         let mut client = self.client().await?;
         let tx = client
             .transaction()
@@ -104,9 +110,9 @@ impl PgStore {
             .map_err(|source| self.query_error(source))?;
         let alive = tx
             .execute(
-                "UPDATE cluster_nodes SET heartbeat_at = now()
+                "UPDATE cluster_nodes SET heartbeat_at = now(), bus_connected = $3
                  WHERE name = $1 AND incarnation = $2",
-                &[&node.name, &node.incarnation],
+                &[&node.name, &node.incarnation, &bus_connected],
             )
             .await
             .map_err(|source| self.query_error(source))?;
@@ -284,7 +290,8 @@ impl PgStore {
                         n.heartbeat_at + n.lease_ms * interval '1 millisecond' >= now(),
                         n.draining,
                         (SELECT count(*) FROM agent_leases l
-                          WHERE l.node = n.name AND l.incarnation = n.incarnation)
+                          WHERE l.node = n.name AND l.incarnation = n.incarnation),
+                        n.bus_connected
                    FROM cluster_nodes n ORDER BY n.name",
                 &[],
             )
@@ -297,6 +304,7 @@ impl PgStore {
                 alive: row.get(1),
                 draining: row.get(2),
                 agents: row.get(3),
+                bus_connected: row.get(4),
             })
             .collect())
     }

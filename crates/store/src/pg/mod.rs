@@ -13,6 +13,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("0001_baseline.sql")),
     (2, include_str!("0002_cluster.sql")),
     (3, include_str!("0003_rooms.sql")),
+    (4, include_str!("0004_bus.sql")),
 ];
 
 /// The advisory lock migrations run under (any fixed number; "reef" in ASCII).
@@ -42,7 +43,7 @@ pub enum PgError {
         source: tokio_postgres::Error,
     },
     /// A statement failed.
-    #[error("PostgreSQL at {target}: {source}")]
+    #[error("PostgreSQL at {target}: {}", detail(source))]
     Query {
         target: String,
         #[source]
@@ -234,6 +235,15 @@ impl PgStore {
             target: self.target.to_string(),
             source,
         }
+    }
+}
+
+/// What PostgreSQL said about a failed statement (its message and SQLSTATE code), or the
+/// client's own error.
+fn detail(err: &tokio_postgres::Error) -> String {
+    match err.as_db_error() {
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => err.to_string(),
     }
 }
 

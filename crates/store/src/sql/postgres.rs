@@ -68,7 +68,7 @@ impl PgConn {
     /// cannot type from the SQL alone (`?1 IS NULL OR …`) is typed from its parameters when
     /// it runs.
     pub(crate) fn prepare(&self, sql: &str) -> Result<PgStatement<'_>> {
-        let sql = placeholders(sql);
+        let sql = json_functions(&placeholders(sql));
         let statement = match self.handle.block_on(self.client.prepare_cached(&sql)) {
             Ok(statement) => Some(statement),
             Err(e)
@@ -201,9 +201,83 @@ pub(crate) fn placeholders(sql: &str) -> String {
     out
 }
 
+/// `sql` with SQLite's JSON functions as PostgreSQL's: `json_each(X)` (the elements of an
+/// array, in a column `value`) as `json_array_elements_text(CAST(X AS JSON))`, the two-argument
+/// `json_each(X, '$.key')` on the array under `key`, and `json_extract(X, '$.key')` as
+/// `(CAST(X AS JSON) ->> 'key')`.
+pub(crate) fn json_functions(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 32);
+    let mut rest = sql;
+    loop {
+        let each = rest.find("json_each(");
+        let extract = rest.find("json_extract(");
+        let (at, name) = match (each, extract) {
+            (Some(e), Some(x)) if x < e => (x, "json_extract("),
+            (Some(e), _) => (e, "json_each("),
+            (None, Some(x)) => (x, "json_extract("),
+            (None, None) => break,
+        };
+        out.push_str(&rest[..at]);
+        let args_start = at + name.len();
+        let Some(len) = closing(&rest[args_start..]) else {
+            // Unbalanced: left for PostgreSQL to report.
+            out.push_str(&rest[at..]);
+            return out;
+        };
+        let args = &rest[args_start..args_start + len];
+        let (value, path) = match args.split_once(',') {
+            Some((value, path)) => (value.trim(), Some(path.trim())),
+            None => (args.trim(), None),
+        };
+        let key = path.map(|p| p.trim_matches('\'').trim_start_matches("$.").to_owned());
+        let json = format!("CAST({value} AS JSON)");
+        let json = match (&key, name) {
+            (Some(key), "json_each(") => format!("{json} -> '{key}'"),
+            _ => json,
+        };
+        match (name, key) {
+            ("json_extract(", Some(key)) => out.push_str(&format!("({json} ->> '{key}')")),
+            _ => out.push_str(&format!("json_array_elements_text({json})")),
+        }
+        rest = &rest[args_start + len + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The length of `s` up to the `)` that closes an already open parenthesis.
+fn closing(s: &str) -> Option<usize> {
+    let mut depth = 0_u32;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 0 => return Some(i),
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
-    use super::placeholders;
+    use super::{json_functions, placeholders};
+
+    #[test]
+    fn sqlite_json_functions_become_postgres_ones() {
+        assert_eq!(
+            json_functions("WHERE ns IN (SELECT value FROM json_each(?2)) AND x"),
+            "WHERE ns IN (SELECT value FROM json_array_elements_text(CAST(?2 AS JSON))) AND x"
+        );
+        assert_eq!(
+            json_functions(
+                "SELECT j.value, json_extract(a.data, '$.tool') FROM audit a, json_each(a.data, '$.names') j"
+            ),
+            "SELECT j.value, (CAST(a.data AS JSON) ->> 'tool') FROM audit a, \
+             json_array_elements_text(CAST(a.data AS JSON) -> 'names') j"
+        );
+        assert_eq!(json_functions("SELECT 1"), "SELECT 1");
+    }
 
     #[test]
     fn placeholders_are_numbered_outside_quotes() {
