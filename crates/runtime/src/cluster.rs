@@ -313,5 +313,8 @@ impl Runtime {
                 tracing::warn!(error = %err, "cannot hand the agents over; their leases expire instead")
             }
         }
+        if let Err(err) = cluster.pg.leave_cluster(&cluster.node).await {
+            tracing::warn!(error = %err, "cannot leave the cluster; the name frees when the lease ends");
+        }
     }
 }

@@ -26,7 +26,7 @@ pub enum RuntimeError {
     Store(StoreError),
     /// This node cannot join the cluster (its database or NATS cannot be reached, or another
     /// live node has its name); the message says which.
-    #[error("cluster: {0}")]
+    #[error(transparent)]
     Cluster(#[from] crate::cluster::JoinError),
     /// Setting up an agent's model, tools or session failed; fix the configuration.
     #[error("agent setup failed: {0}")]

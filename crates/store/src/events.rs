@@ -161,7 +161,7 @@ impl Store {
                     .conn
                     .prepare_cached(
                         "SELECT MIN(seq) FROM (SELECT seq FROM events
-                         WHERE (CAST(?1 AS TEXT) IS NULL OR agent_id = ?1) ORDER BY seq DESC LIMIT ?2)",
+                         WHERE (CAST(?1 AS TEXT) IS NULL OR agent_id = ?1) ORDER BY seq DESC LIMIT ?2) AS newest",
                     )?
                     .query_row(params![agent.as_ref().map(AgentId::as_str), n], |r| {
                         r.get(0)

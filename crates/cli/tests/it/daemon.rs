@@ -149,6 +149,12 @@ impl Daemon {
         self.child.wait().unwrap();
     }
 
+    /// SIGTERM, and wait for the graceful stop; its exit status.
+    pub(crate) fn terminate(mut self) -> std::process::ExitStatus {
+        self.signal("-TERM");
+        self.child.wait().unwrap()
+    }
+
     pub(crate) fn signal(&self, signal: &str) {
         let status = Command::new("kill")
             .args([signal, &self.child.id().to_string()])

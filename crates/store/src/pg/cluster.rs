@@ -259,6 +259,20 @@ impl PgStore {
         Ok(released)
     }
 
+    /// Takes `node` out of the cluster as it exits (after [`PgStore::release_agents`]): its
+    /// name is free at once for the next process that starts with it.
+    pub async fn leave_cluster(&self, node: &ClusterNode) -> Result<(), PgError> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "DELETE FROM cluster_nodes WHERE name = $1 AND incarnation = $2",
+                &[&node.name, &node.incarnation],
+            )
+            .await
+            .map_err(|source| self.query_error(source))?;
+        Ok(())
+    }
+
     /// Every agent's lease, by agent id.
     pub async fn agent_leases(&self) -> Result<Vec<AgentLease>, PgError> {
         let client = self.client().await?;

@@ -209,6 +209,19 @@ both! {
             page.iter().map(|e| e.seq).collect::<Vec<_>>(),
             [all[4].seq, all[5].seq]
         );
+        // The newest few, oldest first; only the agent's when asked.
+        let tail = store.events_tail(None, 3).await.unwrap();
+        assert_eq!(
+            tail.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [all[7].seq, all[8].seq, all[9].seq]
+        );
+        let tail = store.events_tail(Some(&a), 2).await.unwrap();
+        assert_eq!(
+            tail.iter()
+                .map(|e| e.data["i"].as_i64().unwrap())
+                .collect::<Vec<_>>(),
+            [6, 8]
+        );
 
         assert_eq!(store.prune_events(4).await.unwrap(), 6);
         let left = store.events_after(0, None, 100).await.unwrap();
