@@ -170,6 +170,15 @@ pub enum ClusterCommand {
     /// Each node (alive, draining, how many agents it holds) and each agent's lease (its
     /// node, epoch, and whether it has run out).
     Status(JsonFlag),
+    /// Asks a node to hand its agents over to the others and take no more, and waits until
+    /// it holds none (a node restarted joins afresh and takes its share again).
+    Drain {
+        /// The node's name (`cluster.node_name`).
+        node: String,
+        /// How long to wait for the agents to move before giving up (exit 1).
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        wait_secs: u64,
+    },
 }
 
 #[derive(Debug, Subcommand)]

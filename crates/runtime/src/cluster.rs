@@ -202,6 +202,14 @@ async fn round(runtime: &Runtime, cluster: &Cluster) -> Result<(), PgError> {
         tracing::warn!(agent = %agent, "this node's lease on the agent ended: it stops here");
         runtime.stop_worker(&agent).await;
     }
+    if cluster.pg.draining(&cluster.node).await? {
+        drain(runtime, cluster).await?;
+        return Ok(());
+    }
+    let excess = cluster.pg.excess_agents(&cluster.node).await?;
+    if excess > 0 {
+        rebalance(runtime, cluster, excess).await?;
+    }
     for lease in cluster.pg.claim_agents(&cluster.node).await? {
         // What its last node had claimed and not finished runs again here.
         let released = match runtime.store().release_claimed_of(&lease.agent).await {
@@ -233,6 +241,53 @@ async fn round(runtime: &Runtime, cluster: &Cluster) -> Result<(), PgError> {
             }
         }
         Err(err) => tracing::warn!(error = %err, "cannot read the inboxes"),
+    }
+    Ok(())
+}
+
+/// Hands every agent this node runs to the others (`reef cluster drain`): its turns end and
+/// their messages go back, then its leases go and the other nodes are told to claim.
+async fn drain(runtime: &Runtime, cluster: &Cluster) -> Result<(), PgError> {
+    let held: Vec<AgentId> = lock(&cluster.owned).iter().cloned().collect();
+    if held.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(
+        agents = held.len(),
+        "draining: handing this node's agents over"
+    );
+    for agent in &held {
+        runtime.stop_worker(agent).await;
+    }
+    let released = cluster.pg.release_agents(&cluster.node).await?;
+    lock(&cluster.owned).clear();
+    if released > 0 {
+        cluster.publish(CLAIM, Vec::new());
+    }
+    Ok(())
+}
+
+/// Hands `excess` agents to the other nodes (one joined, so this node's share shrank): idle
+/// ones first, each once its worker has stopped.
+async fn rebalance(runtime: &Runtime, cluster: &Cluster, excess: i64) -> Result<(), PgError> {
+    let mut held: Vec<AgentId> = lock(&cluster.owned).iter().cloned().collect();
+    {
+        let workers = lock(&runtime.inner.workers);
+        // Agents with no worker, then the rest; each group in a stable order.
+        held.sort_by_key(|agent| (workers.contains_key(agent), agent.clone()));
+    }
+    let count = usize::try_from(excess).unwrap_or(usize::MAX);
+    let mut released = 0;
+    for agent in held.into_iter().take(count) {
+        runtime.stop_worker(&agent).await;
+        lock(&cluster.owned).remove(&agent);
+        if cluster.pg.release_agent(&cluster.node, &agent).await? {
+            released += 1;
+        }
+    }
+    tracing::info!(released, "handed agents to a node that joined");
+    if released > 0 {
+        cluster.publish(CLAIM, Vec::new());
     }
     Ok(())
 }

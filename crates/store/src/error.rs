@@ -84,9 +84,8 @@ pub enum StoreError {
     /// PostgreSQL failed (cluster mode); the message says whether to retry or what to fix.
     #[error(transparent)]
     Postgres(#[from] crate::pg::PgError),
-    /// The operation is not available on PostgreSQL yet (`at` names where it is in reef's
-    /// source); run it on a node's SQLite store, or outside cluster mode.
-    #[error("this operation is not available in cluster mode (PostgreSQL) yet ({at})")]
+    /// The operation (`at`) is not available on PostgreSQL yet; run it outside cluster mode.
+    #[error("{at} is not available in cluster mode (on PostgreSQL) yet")]
     NotOnPostgres { at: String },
     /// A query that returns one row returned none, where the store expected one.
     #[error("the store found no row where it expected one: {0}")]

@@ -236,6 +236,7 @@ impl Store {
         let tags = json_list(&query.tags)?;
         let limit = query.limit.clamp(1, 1000) as i64;
         self.read(move |conn| {
+            conn.require_fts("memory search")?;
             // FTS5 ranks every match; joining and filtering only the best `window` of them keeps
             // a query for common words cheap. When the filters leave fewer than `limit` of a
             // full window, the window grows until it holds every match. Ordering by `bm25()`
@@ -302,6 +303,7 @@ impl Store {
     pub async fn document_counts(&self, words: Vec<String>) -> Result<(u64, Vec<u64>), StoreError> {
         let cache = self.word_counts();
         self.read(move |conn| {
+            conn.require_fts("memory search (document counts)")?;
             // The highest chunk id stands for the count (ids only grow; a deleted chunk
             // leaves a gap): one step down the index instead of a scan.
             let total: i64 = conn

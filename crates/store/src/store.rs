@@ -260,7 +260,7 @@ impl Store {
         let db = self.lock();
         let Some(conn) = db.conn.as_sqlite() else {
             return Err(StoreError::NotOnPostgres {
-                at: "Store::schema_version (use PgStore::schema_version)".into(),
+                at: "the SQLite schema version (PgStore::schema_version has PostgreSQL's)".into(),
             });
         };
         let version: i64 = conn

@@ -42,6 +42,7 @@ impl Store {
         let agent = agent.to_owned();
         let limit = limit.clamp(1, 200) as i64;
         self.run(move |db| {
+            db.conn.require_fts("session search")?;
             let mut stmt = db.conn.prepare_cached(
                 "SELECT f.session_id, f.seq, m.role,
                         snippet(messages_fts, 0, '[', ']', '…', 24), m.created_at,

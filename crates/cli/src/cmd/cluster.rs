@@ -5,22 +5,66 @@ use crate::exit::{self, Exit};
 use crate::home;
 use serde_json::json;
 
-pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
+/// The cluster's database, from the configuration; `command` names what needs it.
+async fn connect(overrides: &[String], command: &str) -> anyhow::Result<reef_store::PgStore> {
     let config = home::load_config(overrides)?;
     let Some(cluster) = &config.cluster else {
-        return Err(Exit::usage(
-            "reef cluster status needs cluster mode: set [cluster] enabled = true with \
-             database_url and nats_url",
-        ));
+        return Err(Exit::usage(format!(
+            "reef cluster {command} needs cluster mode: set [cluster] enabled = true with \
+             database_url and nats_url (or pass -c cluster.enabled=true)"
+        )));
     };
     let password = cluster.database_password.as_ref().map(|p| p.expose());
+    reef_store::PgStore::connect(&cluster.database_url, password)
+        .await
+        .map_err(|e| Exit::runtime(e.to_string()))
+}
+
+/// `reef cluster drain NODE`: marks the node draining, then waits until it holds no agent.
+pub async fn drain(overrides: &[String], node: &str, wait_secs: u64) -> anyhow::Result<u8> {
+    let store = connect(overrides, "drain").await?;
+    store.drain_node(node).await.map_err(|e| match e {
+        reef_store::PgError::UnknownNode { .. } => Exit::usage(e.to_string()),
+        other => Exit::runtime(other.to_string()),
+    })?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(wait_secs);
+    loop {
+        let nodes = store
+            .cluster_nodes()
+            .await
+            .map_err(|e| Exit::runtime(e.to_string()))?;
+        let Some(status) = nodes.iter().find(|n| n.name == node) else {
+            // It left the cluster meanwhile (stopped): nothing to hand over.
+            println!("node {node} left the cluster");
+            return Ok(exit::OK);
+        };
+        if status.agents == 0 {
+            println!("node {node} is draining and holds no agent");
+            return Ok(exit::OK);
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(Exit::runtime(format!(
+                "node {node} still holds {} agent(s) after {wait_secs} s{}",
+                status.agents,
+                if status.alive {
+                    ""
+                } else {
+                    ": it is not alive, so its leases move when they run out"
+                }
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
+    let store = connect(overrides, "status").await?;
     let read = async {
-        let store = reef_store::PgStore::connect(&cluster.database_url, password).await?;
         let nodes = store.cluster_nodes().await?;
         let leases = store.agent_leases().await?;
-        Ok::<_, reef_store::PgError>((store, nodes, leases))
+        Ok::<_, reef_store::PgError>((nodes, leases))
     };
-    let (store, nodes, leases) = read.await.map_err(|e| Exit::runtime(e.to_string()))?;
+    let (nodes, leases) = read.await.map_err(|e| Exit::runtime(e.to_string()))?;
     if json {
         let report = json!({
             "database": store.target(),

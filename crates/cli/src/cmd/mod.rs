@@ -74,6 +74,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Cluster {
             command: crate::args::ClusterCommand::Status(flag),
         } => cluster::status(&cli.overrides, flag.json).await,
+        Command::Cluster {
+            command: crate::args::ClusterCommand::Drain { node, wait_secs },
+        } => cluster::drain(&cli.overrides, &node, wait_secs).await,
         Command::Models { command } => models::models(&cli.overrides, command).await,
         Command::Memory { command } => memory::memory(&cli.overrides, command).await,
         Command::Audit { command } => audit::audit(&cli.overrides, command).await,

@@ -490,6 +490,52 @@ async fn three_nodes_answer_two_thousand_messages_through_a_kill_and_a_restart()
         .find(|n| n["name"] == victim_name.as_str())
         .unwrap();
     assert_eq!(dead["alive"], false, "{report:#}");
+
+    // The restarted node took its share back from the survivor (which handed agents over).
+    eventually("the restarted node to hold agents again", || {
+        placement(&homes[survivor])
+            .iter()
+            .filter(|(_, node)| node == names[other])
+            .count()
+            >= AGENTS / 3
+    })
+    .await;
+
+    // Draining the restarted node moves its agents to the survivor; it takes none back.
+    let out = reef(&homes[survivor])
+        .args([
+            "-c",
+            "cluster.enabled=true",
+            "cluster",
+            "drain",
+            names[other],
+        ])
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(said.contains("holds no agent"), "{said}");
+    let placed = placement(&homes[survivor]);
+    assert_eq!(placed.len(), AGENTS + 1);
+    assert!(
+        placed.iter().all(|(_, node)| node == names[survivor]),
+        "{placed:?}"
+    );
+    let report = status(&homes[survivor]);
+    let drained = report["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == names[other])
+        .unwrap();
+    assert_eq!(drained["draining"], true, "{report:#}");
+    assert_eq!(drained["alive"], true, "{report:#}");
+    reef(&homes[survivor])
+        .args(["-c", "cluster.enabled=true", "cluster", "drain", "nobody"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "no node of the cluster is named nobody",
+        ));
 }
 
 /// An HTTP client of one node's API, cheap to clone into a task.

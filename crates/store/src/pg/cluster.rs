@@ -151,37 +151,11 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|source| self.query_error(source))?;
-        let counts = tx
-            .query_one(
-                &format!(
-                    "SELECT
-                       (SELECT count(*) FROM agents a WHERE {OWNABLE}),
-                       (SELECT count(*) FROM agent_leases WHERE node = $1 AND incarnation = $2),
-                       (SELECT draining FROM cluster_nodes WHERE name = $1 AND incarnation = $2)"
-                ),
-                &[&node.name, &node.incarnation],
-            )
-            .await
-            .map_err(|source| self.query_error(source))?;
-        let (total, mine): (i64, i64) = (counts.get(0), counts.get(1));
-        let Some(draining) = counts.get::<_, Option<bool>>(2) else {
-            return Err(PgError::Superseded {
-                name: node.name.clone(),
-            });
-        };
-        let caps: Vec<Option<i64>> = tx
-            .query(
-                "SELECT max_agents FROM cluster_nodes
-                  WHERE NOT draining
-                    AND heartbeat_at + lease_ms * interval '1 millisecond' >= now()",
-                &[],
-            )
-            .await
-            .map_err(|source| self.query_error(source))?
-            .iter()
-            .map(|row| row.get(0))
-            .collect();
-        let share = fair_share(total, &caps, node.max_agents);
+        let Standing {
+            share,
+            mine,
+            draining,
+        } = self.standing(&tx, node).await?;
         let want = share - mine;
         if draining || want <= 0 {
             return Ok(Vec::new());
@@ -231,6 +205,81 @@ impl PgStore {
         Ok(taken)
     }
 
+    /// How many agents `node` holds beyond its fair share, now that other nodes joined (it
+    /// hands that many over, so a node that starts takes its share).
+    pub async fn excess_agents(&self, node: &ClusterNode) -> Result<i64, PgError> {
+        let mut client = self.client().await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|source| self.query_error(source))?;
+        let standing = self.standing(&tx, node).await?;
+        tx.commit()
+            .await
+            .map_err(|source| self.query_error(source))?;
+        Ok((standing.mine - standing.share).max(0))
+    }
+
+    /// Gives up `node`'s lease on `agent` (its worker has stopped) so another node takes it.
+    pub async fn release_agent(
+        &self,
+        node: &ClusterNode,
+        agent: &AgentId,
+    ) -> Result<bool, PgError> {
+        let client = self.client().await?;
+        let released = client
+            .execute(
+                "DELETE FROM agent_leases WHERE agent_id = $1 AND node = $2 AND incarnation = $3",
+                &[&agent.as_str(), &node.name, &node.incarnation],
+            )
+            .await
+            .map_err(|source| self.query_error(source))?;
+        Ok(released > 0)
+    }
+
+    /// `node`'s fair share, what it holds, and whether it drains.
+    async fn standing(
+        &self,
+        tx: &tokio_postgres::Transaction<'_>,
+        node: &ClusterNode,
+    ) -> Result<Standing, PgError> {
+        let counts = tx
+            .query_one(
+                &format!(
+                    "SELECT
+                       (SELECT count(*) FROM agents a WHERE {OWNABLE}),
+                       (SELECT count(*) FROM agent_leases WHERE node = $1 AND incarnation = $2),
+                       (SELECT draining FROM cluster_nodes WHERE name = $1 AND incarnation = $2)"
+                ),
+                &[&node.name, &node.incarnation],
+            )
+            .await
+            .map_err(|source| self.query_error(source))?;
+        let (total, mine): (i64, i64) = (counts.get(0), counts.get(1));
+        let Some(draining) = counts.get::<_, Option<bool>>(2) else {
+            return Err(PgError::Superseded {
+                name: node.name.clone(),
+            });
+        };
+        let caps: Vec<Option<i64>> = tx
+            .query(
+                "SELECT max_agents FROM cluster_nodes
+                  WHERE NOT draining
+                    AND heartbeat_at + lease_ms * interval '1 millisecond' >= now()",
+                &[],
+            )
+            .await
+            .map_err(|source| self.query_error(source))?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        Ok(Standing {
+            share: fair_share(total, &caps, node.max_agents),
+            mine,
+            draining,
+        })
+    }
+
     /// Hands `node`'s agents over before it stops: it drains (claims nothing more) and its
     /// leases go at once, so other nodes take the agents without waiting for expiry. Returns
     /// how many agents it released.
@@ -257,6 +306,44 @@ impl PgStore {
             .await
             .map_err(|source| self.query_error(source))?;
         Ok(released)
+    }
+
+    /// Asks the node named `name` to hand its agents over and take no more (`reef cluster
+    /// drain`); it does so at its next tick. A node that is not alive needs nothing: its
+    /// leases run out on their own.
+    pub async fn drain_node(&self, name: &str) -> Result<(), PgError> {
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                "UPDATE cluster_nodes SET draining = TRUE WHERE name = $1",
+                &[&name],
+            )
+            .await
+            .map_err(|source| self.query_error(source))?;
+        if changed == 0 {
+            return Err(PgError::UnknownNode {
+                name: name.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether `node` has been asked to drain.
+    pub async fn draining(&self, node: &ClusterNode) -> Result<bool, PgError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT draining FROM cluster_nodes WHERE name = $1 AND incarnation = $2",
+                &[&node.name, &node.incarnation],
+            )
+            .await
+            .map_err(|source| self.query_error(source))?;
+        match row {
+            Some(row) => Ok(row.get(0)),
+            None => Err(PgError::Superseded {
+                name: node.name.clone(),
+            }),
+        }
     }
 
     /// Takes `node` out of the cluster as it exits (after [`PgStore::release_agents`]): its
@@ -322,6 +409,13 @@ impl PgStore {
             })
             .collect())
     }
+}
+
+/// A node's place in the cluster as its claims see it.
+struct Standing {
+    share: i64,
+    mine: i64,
+    draining: bool,
 }
 
 /// How many of `total` agents a node with the cap `own` should hold when the live nodes have

@@ -79,6 +79,9 @@ pub enum PgError {
          its lease): this node must stop running agents"
     )]
     Superseded { name: String },
+    /// No node of the cluster has this name; `reef cluster status` lists them.
+    #[error("no node of the cluster is named {name} (`reef cluster status` lists them)")]
+    UnknownNode { name: String },
     /// No connection came free in time (the pool is exhausted or the server is gone).
     #[error("PostgreSQL at {target}: no connection: {message}")]
     Pool { target: String, message: String },

@@ -325,3 +325,28 @@ async fn document_counts_follow_new_and_forgotten_chunks_from_any_handle() {
         (2, vec![1, 0])
     );
 }
+
+#[tokio::test]
+async fn on_postgres_memory_is_kept_and_listed_and_search_is_refused_by_name() {
+    let store = crate::Fresh::postgres().await;
+    let c = Chunking::default();
+    store
+        .add_memory(
+            memory("shared", "Deploys happen from the main branch.", &["ops"]),
+            c,
+        )
+        .await
+        .unwrap();
+    let listed = store.list_memory(vec!["shared".into()], 10).await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].text, "Deploys happen from the main branch.");
+    let err = store
+        .search_memory(query(&["shared"], "deploy"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NotOnPostgres { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "memory search is not available in cluster mode (on PostgreSQL) yet"
+    );
+}
