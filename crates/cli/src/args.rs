@@ -152,6 +152,9 @@ pub enum Command {
     /// Let this directory's reef.toml set sandbox, provider and other protected keys (for its
     /// exact bytes); --list shows trusted files, --remove forgets one.
     Trust(crate::cmd::trust::TrustArgs),
+    /// Copy this home's store into an empty PostgreSQL database for cluster mode (the daemon
+    /// stopped), checking every table's count and the audit chain on the copy.
+    Migrate(crate::cmd::migrate::MigrateArgs),
     /// Measure reef on this machine.
     Bench {
         #[command(subcommand)]

@@ -23,6 +23,7 @@ mod doctor;
 mod mcp;
 mod mcp_config;
 mod memory;
+pub mod migrate;
 mod models;
 mod replay;
 mod routines;
@@ -90,6 +91,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Skills { command } => skills::skills(&cli.overrides, command).await,
         Command::Mcp { command } => mcp::mcp(&cli.overrides, command).await,
         Command::Trust(args) => trust::trust(args),
+        Command::Migrate(args) => migrate::migrate(&cli.overrides, args).await,
         Command::Bench {
             command: BenchCommand::Model(args),
         } => bench_model(&cli.overrides, args).await,

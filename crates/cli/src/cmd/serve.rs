@@ -191,10 +191,10 @@ async fn wait_for_signal() {
 
 /// `reef.pid`, removed when dropped. A file naming a live process stops a second daemon; one
 /// left by a killed daemon is taken over.
-struct PidFile(PathBuf);
+pub(crate) struct PidFile(PathBuf);
 
 impl PidFile {
-    fn acquire(path: &Path) -> anyhow::Result<PidFile> {
+    pub(crate) fn acquire(path: &Path) -> anyhow::Result<PidFile> {
         if let Ok(text) = std::fs::read_to_string(path)
             && let Ok(pid) = text.trim().parse::<u32>()
             && pid != std::process::id()

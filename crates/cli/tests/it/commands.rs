@@ -164,6 +164,46 @@ fn doctor_checks_both_engines_in_cluster_mode() {
 }
 
 #[test]
+fn migrate_copies_a_home_into_postgres_and_refuses_a_database_with_data() {
+    let mock = MockLlm::start_blocking(vec![MockReply::text("hello")]);
+    let home = home_for(&mock, "openai-chat", true);
+    reef(&home).args(["run", "greet me"]).assert().success();
+    let engines = Engines::start();
+    let out = reef(&home)
+        .args(["migrate", "--to", "postgres", engines.database_url()])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("every count matches") && stdout.contains("audit log verifies"),
+        "{stdout}"
+    );
+    let row = |table: &str| {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(table))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse::<u64>().ok())
+    };
+    assert_eq!(row("sessions"), Some(1), "{stdout}");
+    assert_eq!(row("messages"), Some(2), "{stdout}");
+    assert_eq!(row("model_usage"), Some(1), "{stdout}");
+
+    // Copied once: a second copy would mix two homes.
+    let out = reef(&home)
+        .args(["migrate", "--to", "postgres", engines.database_url()])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("already holds reef data"), "{stderr}");
+    reef(&home)
+        .args(["migrate", "--to", "postgres", "not a url"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("URL: not a PostgreSQL URL"));
+}
+
+#[test]
 fn cluster_status_shows_the_nodes_from_any_nodes_config() {
     let mock = MockLlm::start_blocking(vec![]);
     let home = TestHome::new();

@@ -9,7 +9,7 @@ mod postgres;
 mod value;
 
 pub(crate) use postgres::PgConn;
-pub(crate) use value::{FromColumn, ToParam, Value};
+pub(crate) use value::{FromColumn, Stored, ToParam, Value};
 
 use reef_security::audit::AuditKey;
 

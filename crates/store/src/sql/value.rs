@@ -370,3 +370,59 @@ impl FromColumn for u32 {
         })
     }
 }
+
+/// A value read as it is stored, whatever its type (copying rows between databases).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Stored {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+impl ToParam for Stored {
+    fn to_param(&self) -> Value<'_> {
+        match self {
+            Stored::Null => Value::Null,
+            Stored::Int(v) => Value::Int(*v),
+            Stored::Real(v) => Value::Real(*v),
+            Stored::Text(v) => Value::Text(v),
+            Stored::Blob(v) => Value::Blob(v),
+        }
+    }
+}
+
+impl FromColumn for Stored {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        use rusqlite::types::ValueRef;
+        Ok(match row.get_ref(index)? {
+            ValueRef::Null => Stored::Null,
+            ValueRef::Integer(v) => Stored::Int(v),
+            ValueRef::Real(v) => Stored::Real(v),
+            ValueRef::Text(v) => Stored::Text(String::from_utf8_lossy(v).into_owned()),
+            ValueRef::Blob(v) => Stored::Blob(v.to_vec()),
+        })
+    }
+
+    fn from_postgres(row: &tokio_postgres::Row, index: usize) -> Result<Self> {
+        let raw = raw(row, index)?;
+        let Some(bytes) = raw.bytes else {
+            return Ok(Stored::Null);
+        };
+        let unreadable = || Error::Column {
+            index,
+            message: format!("a {} column cannot be copied", raw.ty.name()),
+        };
+        Ok(match raw.ty {
+            Type::INT2 | Type::INT4 | Type::INT8 | Type::BOOL | Type::NUMERIC => {
+                Stored::Int(i64::decode(&raw.ty, bytes).ok_or_else(unreadable)?)
+            }
+            Type::FLOAT4 | Type::FLOAT8 => {
+                Stored::Real(f64::decode(&raw.ty, bytes).ok_or_else(unreadable)?)
+            }
+            Type::BYTEA => Stored::Blob(bytes.to_vec()),
+            _ => Stored::Text(String::decode(&raw.ty, bytes).ok_or_else(unreadable)?),
+        })
+    }
+}

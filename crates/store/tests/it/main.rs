@@ -30,6 +30,7 @@ macro_rules! both {
 mod agents;
 mod audit;
 mod compactions;
+mod copy;
 mod fingerprints;
 mod memory;
 mod messages;
@@ -72,30 +73,34 @@ impl Fresh {
     /// A database of its own on the PostgreSQL shared by this run's tests, with its keys in a
     /// temporary directory.
     pub async fn postgres() -> Fresh {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let engines = reef_test_support::Engines::shared();
-        let name = format!(
-            "t{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let (client, connection) =
-            tokio_postgres::connect(engines.database_url(), tokio_postgres::NoTls)
-                .await
-                .unwrap();
-        tokio::spawn(connection);
-        client
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .unwrap();
-        let base = engines.database_url();
-        let url = format!("{}/{name}", &base[..base.rfind('/').unwrap()]);
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::connect_postgres(&url, None, dir.path())
+        let store = Store::connect_postgres(&fresh_database().await, None, dir.path())
             .await
             .unwrap();
         Fresh { store, _dir: dir }
     }
+}
+
+/// The URL of a new, empty database on the PostgreSQL shared by this run's tests.
+pub async fn fresh_database() -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let engines = reef_test_support::Engines::shared();
+    let name = format!(
+        "t{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let (client, connection) =
+        tokio_postgres::connect(engines.database_url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    let base = engines.database_url();
+    format!("{}/{name}", &base[..base.rfind('/').unwrap()])
 }
 
 /// A new-session request with a fixed id.
