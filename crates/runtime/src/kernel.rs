@@ -5,7 +5,7 @@
 use crate::bus::Bus;
 use crate::error::RuntimeError;
 use crate::templates::Templates;
-use crate::worker::{self, Control, WorkerHandle};
+use crate::worker::{self, WorkerHandle};
 use reef_agent::{HelperCommand, SandboxPolicy};
 use reef_config::Config;
 use reef_core::{AgentId, ModelClient};
@@ -295,7 +295,7 @@ impl Runtime {
             lock(&self.inner.workers).drain().map(|(_, w)| w).collect();
         for worker in workers {
             worker.stop();
-            join_worker(worker).await;
+            crate::workers::join_worker(worker).await;
         }
         // Their messages are back in the inboxes: the other nodes take the agents now.
         self.leave_cluster().await;
@@ -329,75 +329,6 @@ impl Runtime {
         self.inner.lost_events.load(Ordering::Relaxed)
     }
 
-    /// Wakes the agent's worker, starting it if it has none.
-    pub(crate) fn wake(&self, agent: &AgentId) {
-        let mut workers = lock(&self.inner.workers);
-        // Checked under the lock that `shutdown` drains, so no worker starts after it.
-        if *self.inner.shutdown.borrow() {
-            return;
-        }
-        // Another node runs it (or will): that node is told.
-        if let Some(cluster) = &self.inner.cluster
-            && !cluster.owns(agent)
-        {
-            cluster.announce_work(agent);
-            return;
-        }
-        if let Some(worker) = workers.get(agent)
-            && !worker.task.is_finished()
-        {
-            worker.wake.notify_one();
-            return;
-        }
-        let handle = worker::start(Arc::downgrade(&self.inner), agent.clone());
-        handle.wake.notify_one();
-        workers.insert(agent.clone(), handle);
-    }
-
-    /// Hands an operator command to the agent's worker, starting one if it has none.
-    pub(crate) fn control(&self, agent: &AgentId, command: Control) -> Result<(), RuntimeError> {
-        let mut workers = lock(&self.inner.workers);
-        if *self.inner.shutdown.borrow() {
-            return Err(RuntimeError::ShuttingDown);
-        }
-        if let Some(cluster) = &self.inner.cluster
-            && !cluster.owns(agent)
-        {
-            return Err(RuntimeError::Conflict(format!(
-                "agent {agent} does not run on node {} (`reef cluster status` shows where it \
-                 runs): send operator commands to that node",
-                cluster.name()
-            )));
-        }
-        let command = match workers.get(agent) {
-            Some(worker) if !worker.task.is_finished() => match worker.control(command) {
-                Ok(()) => return Ok(()),
-                Err(command) => command,
-            },
-            _ => command,
-        };
-        let handle = worker::start(Arc::downgrade(&self.inner), agent.clone());
-        let sent = handle.control(command);
-        workers.insert(agent.clone(), handle);
-        sent.map_err(|_| RuntimeError::ShuttingDown)
-    }
-
-    /// Stops the agent's worker (a running turn is interrupted) and waits for it.
-    pub(crate) async fn stop_worker(&self, agent: &AgentId) {
-        let worker = lock(&self.inner.workers).remove(agent);
-        if let Some(worker) = worker {
-            worker.stop();
-            join_worker(worker).await;
-        }
-    }
-
-    /// Tells the worker to pick up changed settings (model, persona) before its next turn.
-    pub(crate) fn refresh(&self, agent: &AgentId) {
-        if let Some(worker) = lock(&self.inner.workers).get(agent) {
-            worker.refresh();
-        }
-    }
-
     pub(crate) async fn agent(&self, name_or_id: &str) -> Result<AgentRecord, RuntimeError> {
         let store = &self.inner.store;
         let found = match store.agent_by_name(name_or_id).await? {
@@ -418,14 +349,6 @@ impl Runtime {
         weak.upgrade()
             .map(|inner| Runtime { inner })
             .ok_or(RuntimeError::ShuttingDown)
-    }
-}
-
-/// Waits for a stopped worker; a worker that panicked is logged (its messages stay claimed
-/// until the next start releases them).
-async fn join_worker(worker: WorkerHandle) {
-    if let Err(err) = worker.task.await {
-        tracing::error!(error = %err, "an agent worker ended abnormally");
     }
 }
 

@@ -37,6 +37,7 @@ mod terminal;
 mod tools;
 mod uploads;
 mod worker;
+mod workers;
 
 pub use activity::{Activity, Change as ActivityChange, Doing};
 pub use agents::{ROOM_AGENTS, ROOM_CONTROL, SpawnRequest, Spawned, check_name};

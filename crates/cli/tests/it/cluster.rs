@@ -571,3 +571,54 @@ impl Client {
         resp.json().await.ok()
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_does_not_start_under_a_live_nodes_name_without_nats_or_without_the_keys() {
+    let engines = Engines::start();
+    let mock = MockLlm::start_responder_blocking(Arc::new(forwarder));
+    let first = node_home(&mock, &engines, "same");
+    let _running = Daemon::start_with(&first, &["--cluster"]).await;
+
+    // Without the cluster's audit key: refused, the key named.
+    let twin = node_home(&mock, &engines, "same");
+    let out = reef(&twin).args(["serve", "--cluster"]).assert().code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("audit.key"), "{stderr}");
+
+    // With the keys but the name of a live node: refused, the name named.
+    copy_keys(&first, &twin);
+    let out = reef(&twin).args(["serve", "--cluster"]).assert().code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("another live node is named same"),
+        "{stderr}"
+    );
+
+    // NATS that cannot be reached: refused, NATS and its address named, no node joined.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let lonely = TestHome::new();
+    lonely.write_config(&format!(
+        "[providers.main]\nbase_url = \"{}\"\nmodel = \"mock-model\"\nstream = false\n\n\
+         [daemon]\nlisten = \"127.0.0.1:0\"\n\n[cluster]\ndatabase_url = \"{}\"\n\
+         nats_url = \"nats://127.0.0.1:{port}\"\nnode_name = \"lonely\"\n",
+        mock.base_url(),
+        engines.database_url()
+    ));
+    copy_keys(&first, &lonely);
+    let out = reef(&lonely).args(["serve", "--cluster"]).assert().code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(&format!("cannot reach NATS at nats://127.0.0.1:{port}")),
+        "{stderr}"
+    );
+    let nodes = status(&first)["nodes"].clone();
+    assert_eq!(
+        nodes.as_array().unwrap().len(),
+        1,
+        "only the first node joined: {nodes}"
+    );
+}
