@@ -93,7 +93,7 @@ async fn the_python_sdk_client_drives_reef_over_http_and_stdio() {
     let mock = MockLlm::start_responder(Arc::new(echo_model)).await;
     let home = TestHome::new();
     home.write_config(&format!(
-        "{}\n{}",
+        "{}\n{}\n[daemon]\nlisten = \"127.0.0.1:0\"\n",
         config_for(&mock, "openai-chat", false),
         python_server_toml("py", &[])
     ));

@@ -588,7 +588,7 @@ async fn next_to_a_daemon_an_import_is_embedded_in_the_background() {
     home.write_config(&format!(
         "[model]\ndefault = \"main\"\n\n[providers.main]\nwire_api = \"openai-chat\"\n\
          base_url = \"{}\"\nmodel = \"mock-model\"\n\n[memory]\nembedder = \"provider:main\"\n\
-         embedding_model = \"mock-embed\"\n",
+         embedding_model = \"mock-embed\"\n\n[daemon]\nlisten = \"127.0.0.1:0\"\n",
         mock.base_url()
     ));
     write_rack_notes(&home, 5);
