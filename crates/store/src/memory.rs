@@ -123,6 +123,26 @@ pub(crate) fn is_stopword(lower: &str) -> bool {
 /// The FTS5 query for free text: each word quoted (so operators in the text are literal), any
 /// of them matching; stopwords are left out when other words remain.
 pub(crate) fn fts_query(text: &str, every_word: bool) -> Result<String, StoreError> {
+    Ok(query_words(text)?
+        .iter()
+        .map(|w| format!("\"{w}\""))
+        .collect::<Vec<_>>()
+        .join(if every_word { " AND " } else { " OR " }))
+}
+
+/// The same query for PostgreSQL's `to_tsquery('english', …)`: the same words, lower-cased
+/// (they are letters and digits only, so never an operator), joined by `|` or `&`.
+pub(crate) fn ts_query(text: &str, every_word: bool) -> Result<String, StoreError> {
+    Ok(query_words(text)?
+        .iter()
+        .map(|w| w.to_lowercase())
+        .collect::<Vec<_>>()
+        .join(if every_word { " & " } else { " | " }))
+}
+
+/// The words a keyword search looks for: the query's words without stopwords (all of them
+/// when every word is one).
+fn query_words(text: &str) -> Result<Vec<&str>, StoreError> {
     let words: Vec<&str> = text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -138,12 +158,7 @@ pub(crate) fn fts_query(text: &str, every_word: bool) -> Result<String, StoreErr
         .copied()
         .filter(|w| !STOPWORDS.contains(&w.to_lowercase().as_str()))
         .collect();
-    let chosen = if content.is_empty() { words } else { content };
-    Ok(chosen
-        .iter()
-        .map(|w| format!("\"{w}\""))
-        .collect::<Vec<_>>()
-        .join(if every_word { " AND " } else { " OR " }))
+    Ok(if content.is_empty() { words } else { content })
 }
 
 /// A list as JSON text, for `json_each` in SQL.
@@ -232,11 +247,34 @@ impl Store {
     pub async fn search_memory(&self, query: MemoryQuery) -> Result<Vec<MemoryHit>, StoreError> {
         check_search_namespaces(&query.namespaces)?;
         let matcher = fts_query(&query.text, query.every_word)?;
+        let ts = ts_query(&query.text, query.every_word)?;
         let namespaces = json_list(&query.namespaces)?;
         let tags = json_list(&query.tags)?;
         let limit = query.limit.clamp(1, 1000) as i64;
         self.read(move |conn| {
-            conn.require_fts("memory search")?;
+            let postgres = conn.dialect() == crate::sql::Dialect::Postgres;
+            // The same query over PostgreSQL's `tsvector` column, ranked by `ts_rank_cd`
+            // (higher is better, as SQLite's negated BM25 is).
+            let (top, matched, score, matcher) = if postgres {
+                (
+                    "SELECT c.id, ts_rank_cd(c.search, to_tsquery('english', ?1)) AS score
+                     FROM memory_chunks c WHERE c.search @@ to_tsquery('english', ?1)
+                     ORDER BY score DESC LIMIT ?6",
+                    "SELECT count(*) FROM (SELECT c.id FROM memory_chunks c
+                      WHERE c.search @@ to_tsquery('english', ?1) LIMIT ?2) AS matched",
+                    "top.score DESC",
+                    ts,
+                )
+            } else {
+                (
+                    "SELECT rowid AS id, bm25(memory_fts) AS score FROM memory_fts
+                     WHERE memory_fts MATCH ?1 ORDER BY score LIMIT ?6",
+                    "SELECT count(*) FROM (SELECT rowid FROM memory_fts
+                                           WHERE memory_fts MATCH ?1 LIMIT ?2) AS matched",
+                    "top.score",
+                    matcher,
+                )
+            };
             // FTS5 ranks every match; joining and filtering only the best `window` of them keeps
             // a query for common words cheap. When the filters leave fewer than `limit` of a
             // full window, the window grows until it holds every match. Ordering by `bm25()`
@@ -245,9 +283,8 @@ impl Store {
             // to a third slower for three-word queries at 100,000 chunks.
             let mut window = (limit * 8).max(64);
             loop {
-                let mut stmt = conn.prepare_cached(
-                    "WITH top AS (SELECT rowid AS id, bm25(memory_fts) AS score FROM memory_fts
-                                  WHERE memory_fts MATCH ?1 ORDER BY score LIMIT ?6)
+                let mut stmt = conn.prepare_cached(&format!(
+                    "WITH top AS ({top})
                      SELECT c.item_id, c.id, i.namespace, c.text, i.tags, i.source,
                             i.created_at, top.score
                      FROM top
@@ -257,9 +294,9 @@ impl Store {
                        AND (CAST(?3 AS TEXT) IS NULL OR i.created_at >= ?3)
                        AND NOT EXISTS (SELECT 1 FROM json_each(?4) want
                                        WHERE want.value NOT IN (SELECT value FROM json_each(i.tags)))
-                     ORDER BY top.score, c.id
-                     LIMIT ?5",
-                )?;
+                     ORDER BY {score}, c.id
+                     LIMIT ?5"
+                ))?;
                 let hits = stmt
                     .query_map(
                         params![matcher, namespaces, query.since, tags, limit, window],
@@ -272,7 +309,11 @@ impl Store {
                                 tags: parse_tags(&r.get::<String>(4)?),
                                 source: r.get(5)?,
                                 created_at: r.get(6)?,
-                                score: -r.get::<f64>(7)?,
+                                score: if postgres {
+                                    r.get::<f64>(7)?
+                                } else {
+                                    -r.get::<f64>(7)?
+                                },
                             })
                         },
                     )?
@@ -281,10 +322,7 @@ impl Store {
                     return Ok(hits);
                 }
                 let matches: i64 = conn
-                    .prepare_cached(
-                        "SELECT count(*) FROM (SELECT rowid FROM memory_fts
-                                               WHERE memory_fts MATCH ?1 LIMIT ?2)",
-                    )?
+                    .prepare_cached(matched)?
                     .query_row(params![matcher, window], |r| r.get(0))?;
                 if matches < window {
                     return Ok(hits);
@@ -303,24 +341,39 @@ impl Store {
     pub async fn document_counts(&self, words: Vec<String>) -> Result<(u64, Vec<u64>), StoreError> {
         let cache = self.word_counts();
         self.read(move |conn| {
-            conn.require_fts("memory search (document counts)")?;
             // The highest chunk id stands for the count (ids only grow; a deleted chunk
             // leaves a gap): one step down the index instead of a scan.
             let total: i64 = conn
                 .prepare_cached("SELECT coalesce(max(id), 0) FROM memory_chunks")?
                 .query_row(params![], |r| r.get(0))?;
             let mut counts = Vec::with_capacity(words.len());
-            let mut stmt = conn.prepare_cached(
+            let postgres = conn.dialect() == crate::sql::Dialect::Postgres;
+            let mut stmt = conn.prepare_cached(if postgres {
+                "SELECT count(*) FROM (SELECT id FROM memory_chunks
+                                       WHERE search @@ to_tsquery('english', ?1) LIMIT ?2) AS m"
+            } else {
                 "SELECT count(*) FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1
-                                       LIMIT ?2)",
-            )?;
+                                       LIMIT ?2)"
+            })?;
             for word in &words {
                 let known = lock_counts(&cache).get(total, word);
                 let count = match known {
                     Some(count) => count,
                     None => {
-                        // Quoted, so the word is a term and never an FTS5 operator.
-                        let term = format!("\"{}\"", word.replace('"', ""));
+                        // Quoted, so the word is a term and never an FTS5 operator; for
+                        // PostgreSQL, letters and digits only, so never a tsquery operator.
+                        let term = if postgres {
+                            word.chars()
+                                .filter(|c| c.is_alphanumeric())
+                                .collect::<String>()
+                                .to_lowercase()
+                        } else {
+                            format!("\"{}\"", word.replace('"', ""))
+                        };
+                        if term.is_empty() {
+                            counts.push(0);
+                            continue;
+                        }
                         let count: i64 =
                             stmt.query_row(params![term, DOCUMENT_COUNT_CAP], |r| r.get(0))?;
                         let count = u64::try_from(count).unwrap_or(0);

@@ -22,6 +22,32 @@ pub struct SessionHit {
     pub score: f64,
 }
 
+/// Session search on SQLite: the FTS5 index of messages, ranked by BM25.
+const SQLITE_SEARCH: &str = "SELECT f.session_id, f.seq, m.role,
+        snippet(messages_fts, 0, '[', ']', '…', 24), m.created_at,
+        bm25(messages_fts) AS rank, m.tool_name
+ FROM messages_fts f
+ JOIN sessions s ON s.id = f.session_id
+ JOIN messages m ON m.session_id = f.session_id AND m.seq = f.seq
+ WHERE messages_fts MATCH ?1 AND s.agent = ?2
+   AND (CAST(?3 AS TEXT) IS NULL OR m.created_at >= ?3)
+ ORDER BY rank, m.created_at DESC
+ LIMIT ?4";
+
+/// Session search on PostgreSQL: each message's stored `tsvector`, ranked by `ts_rank_cd`
+/// (negated, so lower is better as with BM25), the snippet cut by `ts_headline`.
+const POSTGRES_SEARCH: &str = "SELECT m.session_id, m.seq, m.role,
+        ts_headline('english', m.content, to_tsquery('english', ?1),
+                    'StartSel=[, StopSel=], MaxWords=24, MinWords=8'),
+        m.created_at,
+        CAST(-ts_rank_cd(m.search, to_tsquery('english', ?1)) AS FLOAT8) AS rank, m.tool_name
+ FROM messages m
+ JOIN sessions s ON s.id = m.session_id
+ WHERE m.search @@ to_tsquery('english', ?1) AND s.agent = ?2
+   AND (CAST(?3 AS TEXT) IS NULL OR m.created_at >= ?3)
+ ORDER BY rank, m.created_at DESC
+ LIMIT ?4";
+
 impl Store {
     /// Messages of `agent`'s sessions matching `text` (any of its words), best first; `since`
     /// keeps messages at or after a timestamp.
@@ -39,22 +65,17 @@ impl Store {
             });
         }
         let matcher = fts_query(text, false)?;
+        let ts = crate::memory::ts_query(text, false)?;
         let agent = agent.to_owned();
         let limit = limit.clamp(1, 200) as i64;
         self.run(move |db| {
-            db.conn.require_fts("session search")?;
-            let mut stmt = db.conn.prepare_cached(
-                "SELECT f.session_id, f.seq, m.role,
-                        snippet(messages_fts, 0, '[', ']', '…', 24), m.created_at,
-                        bm25(messages_fts) AS rank, m.tool_name
-                 FROM messages_fts f
-                 JOIN sessions s ON s.id = f.session_id
-                 JOIN messages m ON m.session_id = f.session_id AND m.seq = f.seq
-                 WHERE messages_fts MATCH ?1 AND s.agent = ?2
-                   AND (CAST(?3 AS TEXT) IS NULL OR m.created_at >= ?3)
-                 ORDER BY rank, m.created_at DESC
-                 LIMIT ?4",
-            )?;
+            let postgres = db.conn.dialect() == crate::sql::Dialect::Postgres;
+            let (sql, matcher) = if postgres {
+                (POSTGRES_SEARCH, ts)
+            } else {
+                (SQLITE_SEARCH, matcher)
+            };
+            let mut stmt = db.conn.prepare_cached(sql)?;
             let hits = stmt
                 .query_map(params![matcher, agent, since, limit], |r| {
                     Ok(SessionHit {

@@ -89,18 +89,6 @@ impl Conn {
         }
     }
 
-    /// Fails with `NotOnPostgres` naming `operation` unless this is SQLite, whose FTS5 tables
-    /// keyword search reads (PostgreSQL keeps a `tsvector` column the store does not query
-    /// yet).
-    pub(crate) fn require_fts(&self, operation: &str) -> Result<(), crate::StoreError> {
-        match self.link {
-            Link::Sqlite(_) => Ok(()),
-            Link::Postgres(_) => Err(crate::StoreError::NotOnPostgres {
-                at: operation.to_owned(),
-            }),
-        }
-    }
-
     /// Makes sure a PostgreSQL connection is open, replacing one the server dropped (a
     /// restart, a network cut) from the pool; SQLite's connection is always open.
     pub(crate) fn revive(&mut self) -> Result<()> {

@@ -68,7 +68,8 @@ impl PgConn {
     /// cannot type from the SQL alone (`?1 IS NULL OR …`) is typed from its parameters when
     /// it runs.
     pub(crate) fn prepare(&self, sql: &str) -> Result<PgStatement<'_>> {
-        let sql = json_functions(&placeholders(sql));
+        // SQLite's `CROSS JOIN … ON` (a join with its order fixed) is a plain join here.
+        let sql = json_functions(&placeholders(sql)).replace("CROSS JOIN ", "JOIN ");
         let statement = match self.handle.block_on(self.client.prepare_cached(&sql)) {
             Ok(statement) => Some(statement),
             Err(e)

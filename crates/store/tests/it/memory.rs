@@ -21,266 +21,266 @@ fn query(namespaces: &[&str], text: &str) -> MemoryQuery {
     }
 }
 
-#[tokio::test]
-async fn one_agent_cannot_read_another_agents_private_memory() {
-    let store = Store::open_in_memory().unwrap();
-    let c = Chunking::default();
-    store
-        .add_memory(
-            memory(
-                "agent:alice",
-                "The deploy password rotates on Fridays.",
-                &[],
-            ),
-            c,
-        )
-        .await
-        .unwrap();
-    store
-        .add_memory(
-            memory("shared", "Deploys happen from the main branch.", &[]),
-            c,
-        )
-        .await
-        .unwrap();
-
-    let bob = store
-        .search_memory(query(&["agent:bob", "shared"], "deploy"))
-        .await
-        .unwrap();
-    assert_eq!(bob.len(), 1, "{bob:?}");
-    assert_eq!(bob[0].namespace, "shared");
-    let alice = store
-        .search_memory(query(&["agent:alice", "shared"], "deploy"))
-        .await
-        .unwrap();
-    assert_eq!(alice.len(), 2, "{alice:?}");
-    assert!(
+both! {
+    async fn one_agent_cannot_read_another_agents_private_memory(store) {
+        let c = Chunking::default();
         store
-            .list_memory(vec!["agent:bob".into()], 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-}
-
-#[tokio::test]
-async fn the_exact_keyword_ranks_first_and_filters_apply() {
-    let store = Store::open_in_memory().unwrap();
-    let c = Chunking::default();
-    store
-        .add_memory(
-            memory(
-                "shared",
-                "We chose PostgreSQL for the cluster store after the benchmark.",
-                &["decision"],
-            ),
-            c,
-        )
-        .await
-        .unwrap();
-    store
-        .add_memory(
-            memory(
-                "shared",
-                "The cluster runs three nodes; the store is replicated.",
-                &["ops"],
-            ),
-            c,
-        )
-        .await
-        .unwrap();
-    store
-        .add_memory(memory("shared", "Lunch is at noon.", &[]), c)
-        .await
-        .unwrap();
-
-    let hits = store
-        .search_memory(query(&["shared"], "postgresql cluster"))
-        .await
-        .unwrap();
-    assert_eq!(hits.len(), 2, "{hits:?}");
-    assert!(hits[0].text.contains("PostgreSQL"), "{hits:?}");
-    assert!(hits[0].score > hits[1].score);
-    assert_eq!(hits[0].tags, ["decision"]);
-
-    let tagged = MemoryQuery {
-        tags: vec!["ops".into()],
-        ..query(&["shared"], "cluster")
-    };
-    let hits = store.search_memory(tagged).await.unwrap();
-    assert_eq!(hits.len(), 1);
-    assert!(hits[0].text.contains("three nodes"));
-
-    let future = MemoryQuery {
-        since: Some("9999-01-01T00:00:00.000000Z".into()),
-        ..query(&["shared"], "cluster")
-    };
-    assert!(store.search_memory(future).await.unwrap().is_empty());
-    // Search operators in the text are words, not syntax.
-    let hits = store
-        .search_memory(query(&["shared"], "lunch AND (NOT \"noon"))
-        .await
-        .unwrap();
-    assert_eq!(hits.len(), 1);
-}
-
-#[tokio::test]
-async fn documents_are_chunked_and_the_matching_chunk_is_returned() {
-    let store = Store::open_in_memory().unwrap();
-    let mut text = "Filler sentence about nothing in particular. ".repeat(40);
-    text.push_str("The backup key is kept in the blue vault. ");
-    text.push_str(&"More filler text to pad the document out. ".repeat(40));
-    let item = store
-        .add_memory(
-            memory("agent:alice", &text, &["notes"]),
-            Chunking {
-                size: 200,
-                overlap: 40,
-            },
-        )
-        .await
-        .unwrap();
-    assert!(item.chunks > 10, "{}", item.chunks);
-    let hits = store
-        .search_memory(query(&["agent:alice"], "vault"))
-        .await
-        .unwrap();
-    assert_eq!(hits.len(), 1, "{hits:?}");
-    assert!(hits[0].text.contains("blue vault") && hits[0].text.chars().count() <= 200);
-    assert_eq!(hits[0].item_id, item.id);
-}
-
-#[tokio::test]
-async fn forgetting_removes_the_item_only_in_its_own_namespace() {
-    let store = Store::open_in_memory().unwrap();
-    let item = store
-        .add_memory(
-            memory("agent:alice", "Alice likes green tea.", &[]),
-            Chunking::default(),
-        )
-        .await
-        .unwrap();
-    assert!(
-        !store
-            .forget_memory(vec!["agent:bob".into(), "shared".into()], item.id)
-            .await
-            .unwrap()
-    );
-    assert_eq!(
-        store
-            .search_memory(query(&["agent:alice"], "tea"))
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
-    assert!(
-        store
-            .forget_memory(vec!["agent:alice".into()], item.id)
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .search_memory(query(&["agent:alice"], "tea"))
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        store
-            .list_memory(vec!["agent:alice".into()], 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        !store
-            .forget_memory(vec!["agent:alice".into()], item.id)
-            .await
-            .unwrap()
-    );
-}
-
-#[tokio::test]
-async fn bad_input_names_the_field() {
-    let store = Store::open_in_memory().unwrap();
-    let c = Chunking::default();
-    let field = |e: StoreError| match e {
-        StoreError::Invalid { field, .. } => field,
-        other => panic!("{other:?}"),
-    };
-    assert_eq!(
-        field(
-            store
-                .add_memory(memory("alice", "x", &[]), c)
-                .await
-                .unwrap_err()
-        ),
-        "namespace"
-    );
-    assert_eq!(
-        field(
-            store
-                .add_memory(memory("shared", "  ", &[]), c)
-                .await
-                .unwrap_err()
-        ),
-        "text"
-    );
-    let bad = Chunking {
-        size: 100,
-        overlap: 100,
-    };
-    assert_eq!(
-        field(
-            store
-                .add_memory(memory("shared", "x", &[]), bad)
-                .await
-                .unwrap_err()
-        ),
-        "chunking"
-    );
-    assert_eq!(
-        field(
-            store
-                .search_memory(query(&["shared"], "?!"))
-                .await
-                .unwrap_err()
-        ),
-        "query"
-    );
-    assert_eq!(
-        field(store.search_memory(query(&[], "x")).await.unwrap_err()),
-        "namespaces"
-    );
-}
-
-#[tokio::test]
-async fn a_match_ranked_below_many_filtered_out_ones_is_still_found() {
-    let store = Store::open_in_memory().unwrap();
-    let c = Chunking::default();
-    for i in 0..150 {
-        store
-            .add_memory(memory("agent:bob", &format!("alpha note {i}"), &[]), c)
+            .add_memory(
+                memory(
+                    "agent:alice",
+                    "The deploy password rotates on Fridays.",
+                    &[],
+                ),
+                c,
+            )
             .await
             .unwrap();
+        store
+            .add_memory(
+                memory("shared", "Deploys happen from the main branch.", &[]),
+                c,
+            )
+            .await
+            .unwrap();
+
+        let bob = store
+            .search_memory(query(&["agent:bob", "shared"], "deploy"))
+            .await
+            .unwrap();
+        assert_eq!(bob.len(), 1, "{bob:?}");
+        assert_eq!(bob[0].namespace, "shared");
+        let alice = store
+            .search_memory(query(&["agent:alice", "shared"], "deploy"))
+            .await
+            .unwrap();
+        assert_eq!(alice.len(), 2, "{alice:?}");
+        assert!(
+            store
+                .list_memory(vec!["agent:bob".into()], 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
-    // Long, so BM25 ranks it below every short match of bob's.
-    let long = format!("alpha {}", "filler words here ".repeat(30));
-    store
-        .add_memory(memory("agent:alice", &long, &[]), c)
-        .await
-        .unwrap();
-    let mut q = query(&["agent:alice"], "alpha");
-    q.limit = 1;
-    let hits = store.search_memory(q).await.unwrap();
-    assert_eq!(hits.len(), 1);
-    assert_eq!(hits[0].namespace, "agent:alice");
-    let mut bob = query(&["agent:bob"], "alpha");
-    bob.limit = 200;
-    assert_eq!(store.search_memory(bob).await.unwrap().len(), 150);
+}
+
+both! {
+    async fn the_exact_keyword_ranks_first_and_filters_apply(store) {
+        let c = Chunking::default();
+        store
+            .add_memory(
+                memory(
+                    "shared",
+                    "We chose PostgreSQL for the cluster store after the benchmark.",
+                    &["decision"],
+                ),
+                c,
+            )
+            .await
+            .unwrap();
+        store
+            .add_memory(
+                memory(
+                    "shared",
+                    "The cluster runs three nodes; the store is replicated.",
+                    &["ops"],
+                ),
+                c,
+            )
+            .await
+            .unwrap();
+        store
+            .add_memory(memory("shared", "Lunch is at noon.", &[]), c)
+            .await
+            .unwrap();
+
+        let hits = store
+            .search_memory(query(&["shared"], "postgresql cluster"))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 2, "{hits:?}");
+        assert!(hits[0].text.contains("PostgreSQL"), "{hits:?}");
+        assert!(hits[0].score > hits[1].score);
+        assert_eq!(hits[0].tags, ["decision"]);
+
+        let tagged = MemoryQuery {
+            tags: vec!["ops".into()],
+            ..query(&["shared"], "cluster")
+        };
+        let hits = store.search_memory(tagged).await.unwrap();
+        assert_eq!(hits.len(), 1);
+        assert!(hits[0].text.contains("three nodes"));
+
+        let future = MemoryQuery {
+            since: Some("9999-01-01T00:00:00.000000Z".into()),
+            ..query(&["shared"], "cluster")
+        };
+        assert!(store.search_memory(future).await.unwrap().is_empty());
+        // Search operators in the text are words, not syntax.
+        let hits = store
+            .search_memory(query(&["shared"], "lunch AND (NOT \"noon"))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+    }
+}
+
+both! {
+    async fn documents_are_chunked_and_the_matching_chunk_is_returned(store) {
+        let mut text = "Filler sentence about nothing in particular. ".repeat(40);
+        text.push_str("The backup key is kept in the blue vault. ");
+        text.push_str(&"More filler text to pad the document out. ".repeat(40));
+        let item = store
+            .add_memory(
+                memory("agent:alice", &text, &["notes"]),
+                Chunking {
+                    size: 200,
+                    overlap: 40,
+                },
+            )
+            .await
+            .unwrap();
+        assert!(item.chunks > 10, "{}", item.chunks);
+        let hits = store
+            .search_memory(query(&["agent:alice"], "vault"))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert!(hits[0].text.contains("blue vault") && hits[0].text.chars().count() <= 200);
+        assert_eq!(hits[0].item_id, item.id);
+    }
+}
+
+both! {
+    async fn forgetting_removes_the_item_only_in_its_own_namespace(store) {
+        let item = store
+            .add_memory(
+                memory("agent:alice", "Alice likes green tea.", &[]),
+                Chunking::default(),
+            )
+            .await
+            .unwrap();
+        assert!(
+            !store
+                .forget_memory(vec!["agent:bob".into(), "shared".into()], item.id)
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            store
+                .search_memory(query(&["agent:alice"], "tea"))
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(
+            store
+                .forget_memory(vec!["agent:alice".into()], item.id)
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .search_memory(query(&["agent:alice"], "tea"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            store
+                .list_memory(vec!["agent:alice".into()], 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            !store
+                .forget_memory(vec!["agent:alice".into()], item.id)
+                .await
+                .unwrap()
+        );
+    }
+}
+
+both! {
+    async fn bad_input_names_the_field(store) {
+        let c = Chunking::default();
+        let field = |e: StoreError| match e {
+            StoreError::Invalid { field, .. } => field,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            field(
+                store
+                    .add_memory(memory("alice", "x", &[]), c)
+                    .await
+                    .unwrap_err()
+            ),
+            "namespace"
+        );
+        assert_eq!(
+            field(
+                store
+                    .add_memory(memory("shared", "  ", &[]), c)
+                    .await
+                    .unwrap_err()
+            ),
+            "text"
+        );
+        let bad = Chunking {
+            size: 100,
+            overlap: 100,
+        };
+        assert_eq!(
+            field(
+                store
+                    .add_memory(memory("shared", "x", &[]), bad)
+                    .await
+                    .unwrap_err()
+            ),
+            "chunking"
+        );
+        assert_eq!(
+            field(
+                store
+                    .search_memory(query(&["shared"], "?!"))
+                    .await
+                    .unwrap_err()
+            ),
+            "query"
+        );
+        assert_eq!(
+            field(store.search_memory(query(&[], "x")).await.unwrap_err()),
+            "namespaces"
+        );
+    }
+}
+
+both! {
+    async fn a_match_ranked_below_many_filtered_out_ones_is_still_found(store) {
+        let c = Chunking::default();
+        for i in 0..150 {
+            store
+                .add_memory(memory("agent:bob", &format!("alpha note {i}"), &[]), c)
+                .await
+                .unwrap();
+        }
+        // Long, so BM25 ranks it below every short match of bob's.
+        let long = format!("alpha {}", "filler words here ".repeat(30));
+        store
+            .add_memory(memory("agent:alice", &long, &[]), c)
+            .await
+            .unwrap();
+        let mut q = query(&["agent:alice"], "alpha");
+        q.limit = 1;
+        let hits = store.search_memory(q).await.unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].namespace, "agent:alice");
+        let mut bob = query(&["agent:bob"], "alpha");
+        bob.limit = 200;
+        assert_eq!(store.search_memory(bob).await.unwrap().len(), 150);
+    }
 }
 
 #[tokio::test]
@@ -323,30 +323,5 @@ async fn document_counts_follow_new_and_forgotten_chunks_from_any_handle() {
     assert_eq!(
         store.document_counts(words()).await.unwrap(),
         (2, vec![1, 0])
-    );
-}
-
-#[tokio::test]
-async fn on_postgres_memory_is_kept_and_listed_and_search_is_refused_by_name() {
-    let store = crate::Fresh::postgres().await;
-    let c = Chunking::default();
-    store
-        .add_memory(
-            memory("shared", "Deploys happen from the main branch.", &["ops"]),
-            c,
-        )
-        .await
-        .unwrap();
-    let listed = store.list_memory(vec!["shared".into()], 10).await.unwrap();
-    assert_eq!(listed.len(), 1, "{listed:?}");
-    assert_eq!(listed[0].text, "Deploys happen from the main branch.");
-    let err = store
-        .search_memory(query(&["shared"], "deploy"))
-        .await
-        .unwrap_err();
-    assert!(matches!(err, StoreError::NotOnPostgres { .. }), "{err:?}");
-    assert_eq!(
-        err.to_string(),
-        "memory search is not available in cluster mode (on PostgreSQL) yet"
     );
 }

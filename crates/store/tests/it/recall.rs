@@ -217,32 +217,32 @@ async fn without_an_embedder_search_is_keyword_only_and_says_so() {
     );
 }
 
-#[tokio::test]
-async fn items_saved_without_an_embedder_are_embedded_by_a_later_search() {
-    let store = Store::open_in_memory().unwrap();
-    let plain = memory_with(store.clone(), false);
-    let saved = plain
-        .save(item("agent:alice", "The team sedan needs new tyres."))
-        .await
-        .unwrap();
-    assert!(saved.note.unwrap().contains("keyword search only"));
-    let coverage = store
-        .vector_coverage("concepts", vec!["agent:alice".into()])
-        .await
-        .unwrap();
-    assert_eq!((coverage.embedded, coverage.chunks), (0, 1));
+both! {
+    async fn items_saved_without_an_embedder_are_embedded_by_a_later_search(store) {
+        let plain = memory_with(store.clone(), false);
+        let saved = plain
+            .save(item("agent:alice", "The team sedan needs new tyres."))
+            .await
+            .unwrap();
+        assert!(saved.note.unwrap().contains("keyword search only"));
+        let coverage = store
+            .vector_coverage("concepts", vec!["agent:alice".into()])
+            .await
+            .unwrap();
+        assert_eq!((coverage.embedded, coverage.chunks), (0, 1));
 
-    let with = memory_with(store.clone(), true);
-    let out = with
-        .search(request(&["agent:alice"], "automobile", SearchMode::Vector))
-        .await
-        .unwrap();
-    assert_eq!(texts(&out.hits), ["The team sedan needs new tyres."]);
-    let coverage = store
-        .vector_coverage("concepts", vec!["agent:alice".into()])
-        .await
-        .unwrap();
-    assert_eq!((coverage.embedded, coverage.chunks), (1, 1));
+        let with = memory_with(store.clone(), true);
+        let out = with
+            .search(request(&["agent:alice"], "automobile", SearchMode::Vector))
+            .await
+            .unwrap();
+        assert_eq!(texts(&out.hits), ["The team sedan needs new tyres."]);
+        let coverage = store
+            .vector_coverage("concepts", vec!["agent:alice".into()])
+            .await
+            .unwrap();
+        assert_eq!((coverage.embedded, coverage.chunks), (1, 1));
+    }
 }
 
 #[tokio::test]
@@ -427,66 +427,66 @@ async fn another_connections_writes_reach_the_index_without_a_full_reload() {
     );
 }
 
-#[tokio::test]
-async fn with_background_embedding_a_search_answers_at_once_and_says_what_waits() {
-    let store = Store::open_in_memory().unwrap();
-    // Saved without an embedder: three chunks wait for vectors.
-    let keyword_only = memory_with(store.clone(), false);
-    for text in [
-        "the car is parked",
-        "standup at nine",
-        "postgres tuning notes",
-    ] {
-        keyword_only
-            .save(NewMemory {
-                namespace: "shared".into(),
-                text: text.into(),
-                tags: Vec::new(),
-                source: None,
+both! {
+    async fn with_background_embedding_a_search_answers_at_once_and_says_what_waits(store) {
+        // Saved without an embedder: three chunks wait for vectors.
+        let keyword_only = memory_with(store.clone(), false);
+        for text in [
+            "the car is parked",
+            "standup at nine",
+            "postgres tuning notes",
+        ] {
+            keyword_only
+                .save(NewMemory {
+                    namespace: "shared".into(),
+                    text: text.into(),
+                    tags: Vec::new(),
+                    source: None,
+                })
+                .await
+                .unwrap();
+        }
+        let daemon = memory_with(store.clone(), true).embedded_in_background();
+        let found = daemon
+            .search(SearchRequest {
+                namespaces: vec!["shared".into()],
+                text: "postgres".into(),
+                limit: 3,
+                ..SearchRequest::default()
             })
             .await
             .unwrap();
-    }
-    let daemon = memory_with(store.clone(), true).embedded_in_background();
-    let found = daemon
-        .search(SearchRequest {
-            namespaces: vec!["shared".into()],
-            text: "postgres".into(),
-            limit: 3,
-            ..SearchRequest::default()
-        })
-        .await
-        .unwrap();
-    assert_eq!(found.hits[0].text, "postgres tuning notes");
-    let note = found.note.unwrap();
-    assert!(note.contains("3 of 3 chunks have no vector yet"), "{note}");
-    // Nothing was embedded on the way; the background task's call does it.
-    assert_eq!(
-        store.namespaces_to_embed("concepts").await.unwrap(),
-        ["shared"]
-    );
-    let (done, more) = daemon
-        .embed_pending(vec!["shared".into()], 64)
-        .await
-        .unwrap();
-    assert_eq!((done, more), (3, false));
-    assert!(
-        store
-            .namespaces_to_embed("concepts")
+        assert_eq!(found.hits[0].text, "postgres tuning notes");
+        let note = found.note.unwrap();
+        assert!(note.contains("3 of 3 chunks have no vector yet"), "{note}");
+        // Nothing was embedded on the way; the background task's call does it.
+        assert_eq!(
+            store.namespaces_to_embed("concepts").await.unwrap(),
+            ["shared"]
+        );
+        let (done, more) = daemon
+            .embed_pending(vec!["shared".into()], 64)
             .await
-            .unwrap()
-            .is_empty()
-    );
-    let found = daemon
-        .search(SearchRequest {
-            namespaces: vec!["shared".into()],
-            text: "automobile".into(),
-            limit: 1,
-            mode: SearchMode::Vector,
-            ..SearchRequest::default()
-        })
-        .await
-        .unwrap();
-    assert_eq!(found.hits[0].text, "the car is parked");
-    assert_eq!(found.note, None);
+            .unwrap();
+        assert_eq!((done, more), (3, false));
+        assert!(
+            store
+                .namespaces_to_embed("concepts")
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let found = daemon
+            .search(SearchRequest {
+                namespaces: vec!["shared".into()],
+                text: "automobile".into(),
+                limit: 1,
+                mode: SearchMode::Vector,
+                ..SearchRequest::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(found.hits[0].text, "the car is parked");
+        assert_eq!(found.note, None);
+    }
 }
