@@ -4,9 +4,9 @@
 //! SIGKILLed, the other takes its agents over, runs the interrupted turn again, and every job
 //! takes effect exactly once.
 
-use crate::daemon::Daemon;
+use crate::daemon::{Daemon, forwarder};
 use crate::reef;
-use reef_test_support::{Engines, MockLlm, MockReply, RecordedRequest, TestHome};
+use reef_test_support::{Engines, MockLlm, TestHome};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,20 +35,6 @@ fn copy_keys(from: &TestHome, to: &TestHome) {
     for key in ["audit.key", "cap.key"] {
         std::fs::copy(from.reef_home().join(key), to.reef_home().join(key)).unwrap();
     }
-}
-
-/// Each message is forwarded to `sink` with one tool call; the answer after the tool result
-/// is slow, so a kill lands between the effect and the end of the turn.
-fn forwarder(req: &RecordedRequest) -> MockReply {
-    if req.ends_with_tool_result() {
-        return MockReply::Delayed(
-            Duration::from_millis(700),
-            Box::new(MockReply::text("forwarded")),
-        );
-    }
-    let input = req.last_user_text().unwrap_or_default();
-    let job = input.lines().last().unwrap_or("").to_owned();
-    MockReply::tool_call("message_agent", json!({"to": "sink", "text": job}))
 }
 
 /// `reef cluster status --json` run with `home`'s configuration (cluster mode on, as
@@ -82,6 +68,31 @@ fn node(nodes: &[Option<Daemon>], i: usize) -> &Daemon {
     nodes.iter().cycle().skip(i).flatten().next().unwrap()
 }
 
+/// An agent whose forward is made and whose turn has not ended, and the node running it.
+async fn turn_in_flight(daemon: &Daemon, home: &TestHome) -> (String, String) {
+    let in_flight = daemon
+        .wait(
+            "a forward in flight",
+            "/v1/events?kind=tool.result,turn.ended&last=200",
+            |e| {
+                e.as_array()
+                    .and_then(|a| a.last())
+                    .is_some_and(|e| e["kind"] == "tool.result")
+            },
+        )
+        .await;
+    let agent = in_flight.as_array().unwrap().last().unwrap()["agent_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let node = placement(home)
+        .into_iter()
+        .find(|(a, _)| *a == agent)
+        .map(|(_, node)| node)
+        .unwrap();
+    (agent, node)
+}
+
 /// Polls `cond` a bounded number of times (the nodes are other processes).
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     for _ in 0..1500 {
@@ -96,7 +107,7 @@ async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_share_agents_and_one_takes_over_when_the_other_is_killed_mid_turn() {
     let engines = Engines::start();
-    let mock = MockLlm::start_responder_blocking(Arc::new(forwarder));
+    let mock = MockLlm::start_responder_blocking(Arc::new(forwarder(Duration::from_millis(700))));
     let homes = [
         node_home(&mock, &engines, "n1"),
         node_home(&mock, &engines, "n2"),
@@ -168,26 +179,7 @@ async fn two_nodes_share_agents_and_one_takes_over_when_the_other_is_killed_mid_
     );
 
     // Kill the node of an agent whose forward is made and whose turn has not ended.
-    let in_flight = nodes[1]
-        .wait(
-            "a forward in flight",
-            "/v1/events?kind=tool.result,turn.ended",
-            |e| {
-                e.as_array()
-                    .and_then(|a| a.last())
-                    .is_some_and(|e| e["kind"] == "tool.result")
-            },
-        )
-        .await;
-    let agent = in_flight.as_array().unwrap().last().unwrap()["agent_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let victim = placement(&homes[0])
-        .into_iter()
-        .find(|(a, _)| *a == agent)
-        .map(|(_, node)| node)
-        .unwrap();
+    let (agent, victim) = turn_in_flight(&nodes[1], &homes[0]).await;
     let (dead, survivor) = if victim == "n1" { (0, 1) } else { (1, 0) };
     let [n1, n2] = nodes;
     let (killed, alive) = if dead == 0 { (n1, n2) } else { (n2, n1) };
@@ -290,26 +282,12 @@ async fn read_stream_until(mut resp: reqwest::Response, pred: impl Fn(&Value) ->
     }
 }
 
-/// The chaos model: each job is forwarded to `sink`, and the answer after the forward comes a
-/// little later, so kills land between an effect and the end of its turn.
-fn quick_forwarder(req: &RecordedRequest) -> MockReply {
-    if req.ends_with_tool_result() {
-        return MockReply::Delayed(
-            Duration::from_millis(100),
-            Box::new(MockReply::text("forwarded")),
-        );
-    }
-    let input = req.last_user_text().unwrap_or_default();
-    let job = input.lines().last().unwrap_or("").to_owned();
-    MockReply::tool_call("message_agent", json!({"to": "sink", "text": job}))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_answer_two_thousand_messages_through_a_kill_and_a_restart() {
     const AGENTS: usize = 50;
     const MESSAGES: usize = 2000;
     let engines = Engines::start();
-    let mock = MockLlm::start_responder_blocking(Arc::new(quick_forwarder));
+    let mock = MockLlm::start_responder_blocking(Arc::new(forwarder(Duration::from_millis(100))));
     let names = ["c1", "c2", "c3"];
     let homes: Vec<TestHome> = names
         .iter()
@@ -370,26 +348,7 @@ async fn three_nodes_answer_two_thousand_messages_through_a_kill_and_a_restart()
     .await;
 
     // SIGKILL the node of a turn in flight.
-    let in_flight = node(&nodes, 0)
-        .wait(
-            "a forward in flight",
-            "/v1/events?kind=tool.result,turn.ended&last=200",
-            |e| {
-                e.as_array()
-                    .and_then(|a| a.last())
-                    .is_some_and(|e| e["kind"] == "tool.result")
-            },
-        )
-        .await;
-    let agent = in_flight.as_array().unwrap().last().unwrap()["agent_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let victim_name = placement(&homes[0])
-        .into_iter()
-        .find(|(a, _)| *a == agent)
-        .map(|(_, node)| node)
-        .unwrap();
+    let (_, victim_name) = turn_in_flight(node(&nodes, 0), &homes[0]).await;
     let victim = names.iter().position(|n| *n == victim_name).unwrap();
     let orphans: Vec<String> = placement(&homes[0])
         .into_iter()
@@ -575,7 +534,7 @@ impl Client {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_does_not_start_under_a_live_nodes_name_without_nats_or_without_the_keys() {
     let engines = Engines::start();
-    let mock = MockLlm::start_responder_blocking(Arc::new(forwarder));
+    let mock = MockLlm::start_responder_blocking(Arc::new(forwarder(Duration::from_millis(700))));
     let first = node_home(&mock, &engines, "same");
     let _running = Daemon::start_with(&first, &["--cluster"]).await;
 

@@ -429,22 +429,24 @@ async fn a_manager_runs_a_team_and_the_operator_answers_a_question_through_the_a
 }
 
 /// The forwarding workers: each message is forwarded to `sink` with one tool call; the
-/// answer after the tool result is slow, so a kill lands between the effect and the finish.
-fn forwarder(req: &RecordedRequest) -> MockReply {
-    if req.ends_with_tool_result() {
-        return MockReply::Delayed(
-            Duration::from_millis(700),
-            Box::new(MockReply::text("forwarded")),
-        );
+/// answer after the tool result comes `delay` later, so a kill lands between the effect and
+/// the finish.
+pub(crate) fn forwarder(
+    delay: Duration,
+) -> impl Fn(&RecordedRequest) -> MockReply + Send + Sync + 'static {
+    move |req: &RecordedRequest| {
+        if req.ends_with_tool_result() {
+            return MockReply::Delayed(delay, Box::new(MockReply::text("forwarded")));
+        }
+        let input = req.last_user_text().unwrap_or_default();
+        let job = input.lines().last().unwrap_or("").to_owned();
+        MockReply::tool_call("message_agent", json!({"to": "sink", "text": job}))
     }
-    let input = req.last_user_text().unwrap_or_default();
-    let job = input.lines().last().unwrap_or("").to_owned();
-    MockReply::tool_call("message_agent", json!({"to": "sink", "text": job}))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_daemon_killed_mid_turn_processes_every_message_exactly_once_in_effect() {
-    let mock = MockLlm::start_responder_blocking(Arc::new(forwarder));
+    let mock = MockLlm::start_responder_blocking(Arc::new(forwarder(Duration::from_millis(700))));
     let home = daemon_home(&mock);
     let d = Daemon::start(&home).await;
     d.post("/v1/agents", json!({"name": "sink", "template": "worker"}))
