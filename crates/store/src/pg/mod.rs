@@ -14,6 +14,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("0002_cluster.sql")),
     (3, include_str!("0003_rooms.sql")),
     (4, include_str!("0004_bus.sql")),
+    (5, include_str!("0005_fingerprint_times.sql")),
 ];
 
 /// The advisory lock migrations run under (any fixed number; "reef" in ASCII).

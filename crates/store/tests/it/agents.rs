@@ -1,7 +1,7 @@
 //! Agents, inboxes and the event history.
 
 use reef_core::{AgentId, AgentState, Budget, Capabilities};
-use reef_store::{InboxStatus, NewAgent, Store, StoreError};
+use reef_store::{InboxStatus, NewAgent, StoreError};
 
 pub fn new_agent(name: &str) -> NewAgent {
     NewAgent {
@@ -21,11 +21,9 @@ pub fn new_agent(name: &str) -> NewAgent {
     }
 }
 
-#[tokio::test]
-async fn agents_are_created_once_per_name_and_survive_a_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("reef.db");
-    let store = Store::open(&path).unwrap();
+both! {
+async fn agents_are_created_once_per_name_and_survive_a_reopen(place: Place) {
+    let store = place.store().await;
     let manager = store.create_agent(new_agent("manager")).await.unwrap();
     assert_eq!(manager.state, AgentState::Pending);
     let mut child = new_agent("worker-1");
@@ -40,13 +38,14 @@ async fn agents_are_created_once_per_name_and_survive_a_reopen() {
     );
     drop(store);
 
-    let store = Store::open(&path).unwrap();
+    let store = place.store().await;
     let listed = store.list_agents().await.unwrap();
     assert_eq!(listed, [manager.clone(), child.clone()]);
     let by_name = store.agent_by_name("worker-1").await.unwrap().unwrap();
     assert_eq!(by_name.parent, Some(manager.id.clone()));
     assert_eq!(by_name.budget.tokens, Some(10_000));
     assert_eq!(store.get_agent(&AgentId::new()).await.unwrap(), None);
+}
 }
 
 both! {
@@ -161,17 +160,15 @@ both! {
     }
 }
 
-#[tokio::test]
-async fn a_message_claimed_by_a_dead_process_is_claimed_again_after_release() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("reef.db");
-    let store = Store::open(&path).unwrap();
+both! {
+async fn a_message_claimed_by_a_dead_process_is_claimed_again_after_release(place: Place) {
+    let store = place.store().await;
     let a = store.create_agent(new_agent("a")).await.unwrap();
     store.deliver(&a.id, "operator", "work", "k").await.unwrap();
     let claimed = store.claim_next(&a.id).await.unwrap().unwrap();
     drop(store); // the process dies mid-turn
 
-    let store = Store::open(&path).unwrap();
+    let store = place.store().await;
     assert_eq!(
         store.claim_next(&a.id).await.unwrap(),
         None,
@@ -182,6 +179,7 @@ async fn a_message_claimed_by_a_dead_process_is_claimed_again_after_release() {
     assert_eq!((again.id, again.attempts), (claimed.id, 2));
     store.finish_message(again.id).await.unwrap();
     assert_eq!(store.release_claimed().await.unwrap(), 0);
+}
 }
 
 both! {

@@ -1,5 +1,6 @@
 //! Compactions (recording, listing, refusals, going with their session) and session forks.
 
+use crate::Place;
 use crate::{new_session, store_with};
 use reef_core::{
     AgentId, Budget, Capabilities, CompactionStrategy, CompactionTrigger, Message, SessionId,
@@ -143,11 +144,9 @@ both! {
     }
 }
 
-#[tokio::test]
-async fn compactions_survive_a_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("reef.db");
-    let store = Store::open(&path).unwrap();
+both! {
+async fn compactions_survive_a_reopen(place: Place) {
+    let store = place.store().await;
     let id = store
         .create_session(new_session("ses_re"))
         .await
@@ -159,8 +158,9 @@ async fn compactions_survive_a_reopen() {
         .await
         .unwrap();
     drop(store);
-    let again = Store::open(&path).unwrap();
+    let again = place.store().await;
     assert_eq!(again.compactions(&id).await.unwrap(), vec![recorded]);
+}
 }
 
 both! {
@@ -257,11 +257,9 @@ both! {
     }
 }
 
-#[tokio::test]
-async fn undecodable_rows_are_corrupt_and_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("reef.db");
-    let store = Store::open(&path).unwrap();
+both! {
+async fn undecodable_rows_are_corrupt_and_named(place: Place) {
+    let store = place.store().await;
     let id = store
         .create_session(new_session("ses_cor"))
         .await
@@ -272,12 +270,12 @@ async fn undecodable_rows_are_corrupt_and_named() {
         .record_compaction(&id, compaction(1, 1))
         .await
         .unwrap();
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute(
-        "UPDATE compactions SET trigger = 'bored' WHERE id = ?1",
-        [i64::try_from(good.id).unwrap()],
-    )
-    .unwrap();
+    place
+        .execute(&format!(
+            "UPDATE compactions SET trigger = 'bored' WHERE id = {}",
+            good.id
+        ))
+        .await;
     let err = store.compactions(&id).await.unwrap_err();
     assert!(matches!(err, StoreError::Corrupt(_)), "{err:?}");
     let text = err.to_string();
@@ -287,16 +285,18 @@ async fn undecodable_rows_are_corrupt_and_named() {
     );
     assert!(text.contains("unknown trigger 'bored'"), "{text}");
 
-    conn.execute(
-        "UPDATE compactions SET trigger = 'manual', strategy = 'shred' WHERE id = ?1",
-        [i64::try_from(good.id).unwrap()],
-    )
-    .unwrap();
+    place
+        .execute(&format!(
+            "UPDATE compactions SET trigger = 'manual', strategy = 'shred' WHERE id = {}",
+            good.id
+        ))
+        .await;
     let err = store.compactions(&id).await.unwrap_err();
     assert!(
         err.to_string().contains("unknown strategy 'shred'"),
         "{err}"
     );
+}
 }
 
 fn new_agent(name: &str) -> NewAgent {
@@ -314,20 +314,20 @@ fn new_agent(name: &str) -> NewAgent {
     }
 }
 
-fn count(conn: &rusqlite::Connection, table: &str, session: &str) -> i64 {
-    conn.query_row(
-        &format!("SELECT COUNT(*) FROM {table} WHERE session_id = ?1"),
-        [session],
-        |r| r.get(0),
-    )
-    .unwrap()
+/// How many rows of `table` belong to `session`, read directly.
+async fn count(place: &Place, table: &str, session: &str) -> i64 {
+    place
+        .text(&format!(
+            "SELECT CAST(COUNT(*) AS TEXT) FROM {table} WHERE session_id = '{session}'"
+        ))
+        .await
+        .parse()
+        .unwrap()
 }
 
-#[tokio::test]
-async fn compactions_go_with_their_session_like_messages() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("reef.db");
-    let store = Store::open(&path).unwrap();
+both! {
+async fn compactions_go_with_their_session_like_messages(place: Place) {
+    let store = place.store().await;
     let mut sessions = Vec::new();
     let mut agents = Vec::new();
     for name in ["kept", "purged"] {
@@ -363,11 +363,11 @@ async fn compactions_go_with_their_session_like_messages() {
     assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
     let err = store.compactions(&sessions[1]).await.unwrap_err();
     assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    assert_eq!(count(&conn, "messages", "ses_purged"), 0);
-    assert_eq!(count(&conn, "compactions", "ses_purged"), 0);
-    assert_eq!(count(&conn, "messages", "ses_kept"), 4);
-    assert_eq!(count(&conn, "compactions", "ses_kept"), 2);
+    assert_eq!(count(place, "messages", "ses_purged").await, 0);
+    assert_eq!(count(place, "compactions", "ses_purged").await, 0);
+    assert_eq!(count(place, "messages", "ses_kept").await, 4);
+    assert_eq!(count(place, "compactions", "ses_kept").await, 2);
+}
 }
 
 fn fork_request(id: &str) -> NewSession {
@@ -395,11 +395,9 @@ fn copied(c: &CompactionRecord) -> impl PartialEq + std::fmt::Debug + use<> {
     )
 }
 
-#[tokio::test]
-async fn a_fork_copies_the_prefix_and_its_compactions() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("reef.db");
-    let store = Store::open(&path).unwrap();
+both! {
+async fn a_fork_copies_the_prefix_and_its_compactions(place: Place) {
+    let store = place.store().await;
     let source = store
         .create_session(new_session("ses_src"))
         .await
@@ -446,15 +444,10 @@ async fn a_fork_copies_the_prefix_and_its_compactions() {
         store.get_session(&fork.id).await.unwrap(),
         Some(fork.clone())
     );
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    let agent: Option<String> = conn
-        .query_row(
-            "SELECT agent FROM sessions WHERE id = 'ses_fork'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(agent.as_deref(), Some("replayer"));
+    let agent = place
+        .text("SELECT agent FROM sessions WHERE id = 'ses_fork'")
+        .await;
+    assert_eq!(agent, "replayer");
 
     // Exactly messages 1..=5: same seqs, contents and timestamps.
     let forked = store.messages(&fork.id).await.unwrap();
@@ -514,6 +507,7 @@ async fn a_fork_copies_the_prefix_and_its_compactions() {
         compactions_before
     );
     assert_eq!(compactions_before, vec![a, b, c, d]);
+}
 }
 
 both! {

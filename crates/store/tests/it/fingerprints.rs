@@ -1,7 +1,6 @@
-//! Secret fingerprints: kept per agent, survive a reopen, and a known one is not duplicated.
+//! Secret fingerprints, on both backends: kept per agent, survive a reopen, and a known one is not duplicated.
 
 use reef_core::SecretFingerprint;
-use reef_store::Store;
 
 fn fingerprint(name: &str, hash: u8) -> SecretFingerprint {
     SecretFingerprint {
@@ -13,11 +12,9 @@ fn fingerprint(name: &str, hash: u8) -> SecretFingerprint {
     }
 }
 
-#[tokio::test]
-async fn fingerprints_are_kept_per_agent_across_a_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("reef.db");
-    let store = Store::open(&path).unwrap();
+both! {
+async fn fingerprints_are_kept_per_agent_across_a_reopen(place: Place) {
+    let store = place.store().await;
     let a = fingerprint("TOKEN", 7);
     store
         .add_secret_fingerprints("alice", std::slice::from_ref(&a))
@@ -32,10 +29,11 @@ async fn fingerprints_are_kept_per_agent_across_a_reopen() {
         .await
         .unwrap();
     drop(store);
-    let store = Store::open(&path).unwrap();
+    let store = place.store().await;
     let alice = store.secret_fingerprints("alice").await.unwrap();
     assert_eq!(alice, vec![a, fingerprint("OTHER", 8)]);
     let bob = store.secret_fingerprints("bob").await.unwrap();
     assert_eq!(bob, vec![fingerprint("BOBS", 9)]);
     assert!(store.secret_fingerprints("carol").await.unwrap().is_empty());
+}
 }

@@ -25,6 +25,26 @@ macro_rules! both {
             }
         }
     )*};
+    // Tests that reopen their store or reach under it take its `Place` instead.
+    ($($(#[$meta:meta])* async fn $name:ident($place:ident: Place) $body:block)*) => {$(
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports, reason = "each test uses what it needs of its module")]
+            use super::*;
+
+            async fn body($place: &crate::Place) $body
+
+            #[tokio::test]
+            async fn sqlite() {
+                body(&crate::Place::sqlite()).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                body(&crate::Place::postgres().await).await;
+            }
+        }
+    )*};
 }
 
 mod agents;
@@ -81,6 +101,98 @@ impl Fresh {
     }
 }
 
+/// Where a store lives on one backend, with its key files: a test can open it again, or
+/// change its rows behind the store's back as someone with the database would.
+pub enum Place {
+    Sqlite { dir: tempfile::TempDir },
+    Postgres { dir: tempfile::TempDir, url: String },
+}
+
+impl Place {
+    /// A SQLite file in a temporary directory.
+    pub fn sqlite() -> Place {
+        Place::Sqlite {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// A new database on the PostgreSQL shared by this run's tests.
+    pub async fn postgres() -> Place {
+        Place::Postgres {
+            dir: tempfile::tempdir().unwrap(),
+            url: fresh_database().await,
+        }
+    }
+
+    /// A new, empty place on the same backend.
+    pub async fn another(&self) -> Place {
+        match self {
+            Place::Sqlite { .. } => Place::sqlite(),
+            Place::Postgres { .. } => Place::postgres().await,
+        }
+    }
+
+    /// The directory holding the key files (and, on SQLite, the database).
+    pub fn dir(&self) -> &std::path::Path {
+        match self {
+            Place::Sqlite { dir } | Place::Postgres { dir, .. } => dir.path(),
+        }
+    }
+
+    /// Opens (or reopens) the store here.
+    pub async fn open(&self) -> Result<Store, reef_store::StoreError> {
+        match self {
+            Place::Sqlite { dir } => Store::open(&dir.path().join("reef.db")),
+            Place::Postgres { dir, url } => Store::connect_postgres(url, None, dir.path()).await,
+        }
+    }
+
+    /// Opens the store here, which must succeed.
+    pub async fn store(&self) -> Store {
+        self.open().await.unwrap()
+    }
+
+    /// Runs one statement directly on the database, bypassing the store.
+    pub async fn execute(&self, sql: &str) {
+        match self {
+            Place::Sqlite { dir } => {
+                rusqlite::Connection::open(dir.path().join("reef.db"))
+                    .unwrap()
+                    .execute_batch(sql)
+                    .unwrap();
+            }
+            Place::Postgres { url, .. } => {
+                raw_postgres(url).await.batch_execute(sql).await.unwrap()
+            }
+        }
+    }
+
+    /// The first column of the first row a query returns, as text, read directly.
+    pub async fn text(&self, sql: &str) -> String {
+        match self {
+            Place::Sqlite { dir } => rusqlite::Connection::open(dir.path().join("reef.db"))
+                .unwrap()
+                .query_row(sql, [], |r| r.get(0))
+                .unwrap(),
+            Place::Postgres { url, .. } => raw_postgres(url)
+                .await
+                .query_one(sql, &[])
+                .await
+                .unwrap()
+                .get(0),
+        }
+    }
+}
+
+/// A plain client of a test database.
+async fn raw_postgres(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
 /// The URL of a new, empty database on the PostgreSQL shared by this run's tests.
 pub async fn fresh_database() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -90,12 +202,8 @@ pub async fn fresh_database() -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     );
-    let (client, connection) =
-        tokio_postgres::connect(engines.database_url(), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-    tokio::spawn(connection);
-    client
+    raw_postgres(engines.database_url())
+        .await
         .batch_execute(&format!("CREATE DATABASE {name}"))
         .await
         .unwrap();

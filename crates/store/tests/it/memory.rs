@@ -1,7 +1,7 @@
 //! Long-term memory: namespaces keep agents apart, keyword search ranks with BM25 and filters
 //! by tag and time, documents are chunked, forgetting removes an item and its index entries.
 
-use reef_store::{Chunking, MemoryQuery, NewMemory, Store, StoreError};
+use reef_store::{Chunking, MemoryQuery, NewMemory, StoreError};
 
 fn memory(namespace: &str, text: &str, tags: &[&str]) -> NewMemory {
     NewMemory {
@@ -283,11 +283,9 @@ both! {
     }
 }
 
-#[tokio::test]
-async fn document_counts_follow_new_and_forgotten_chunks_from_any_handle() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("reef.db");
-    let store = Store::open(&path).unwrap();
+both! {
+async fn document_counts_follow_new_and_forgotten_chunks_from_any_handle(place: Place) {
+    let store = place.store().await;
     let c = Chunking::default();
     let words = || vec!["kafka".to_owned(), "broker".to_owned()];
     let first = store
@@ -304,7 +302,7 @@ async fn document_counts_follow_new_and_forgotten_chunks_from_any_handle() {
         (1, vec![1, 1])
     );
     // Another handle on the same file (another process, say) adds a chunk.
-    let other = Store::open(&path).unwrap();
+    let other = place.store().await;
     other
         .add_memory(memory("shared", "The kafka topic was compacted.", &[]), c)
         .await
@@ -324,4 +322,5 @@ async fn document_counts_follow_new_and_forgotten_chunks_from_any_handle() {
         store.document_counts(words()).await.unwrap(),
         (2, vec![1, 0])
     );
+}
 }

@@ -1,8 +1,8 @@
 //! Messages: exact round-trips, seq assignment under concurrency, titles, corrupt rows.
 
-use crate::{new_session, store_with};
+use crate::new_session;
 use reef_core::{Message, SessionId, ToolCall, ToolCallId};
-use reef_store::{Store, StoreError};
+use reef_store::StoreError;
 use std::collections::BTreeSet;
 
 fn every_variant() -> Vec<Message> {
@@ -66,9 +66,9 @@ both! {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_appends_get_distinct_seqs() {
-    let (store, id) = store_with("ses_conc").await;
+both! {
+async fn concurrent_appends_get_distinct_seqs(store) {
+    let id = crate::session_in(store, "ses_conc").await;
     let tasks: Vec<_> = (0..20)
         .map(|i| {
             let store = store.clone();
@@ -92,6 +92,7 @@ async fn concurrent_appends_get_distinct_seqs() {
         stored.iter().map(|m| m.seq).collect::<Vec<_>>(),
         (1..=20).collect::<Vec<_>>()
     );
+}
 }
 
 both! {
@@ -156,11 +157,9 @@ both! {
     }
 }
 
-#[tokio::test]
-async fn undecodable_row_is_corrupt() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("reef.db");
-    let store = Store::open(&path).unwrap();
+both! {
+async fn undecodable_row_is_corrupt(place: Place) {
+    let store = place.store().await;
     let id = store
         .create_session(new_session("ses_bad"))
         .await
@@ -170,13 +169,13 @@ async fn undecodable_row_is_corrupt() {
         .append_message(&id, &Message::user("ok"))
         .await
         .unwrap();
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute(
-        "INSERT INTO messages (session_id, seq, role, content, tool_calls, is_error, created_at)
-         VALUES ('ses_bad', 2, 'assistant', '', 'not json', 0, 'x')",
-        [],
-    )
-    .unwrap();
+    place
+        .execute(
+            "INSERT INTO messages (session_id, seq, role, content, tool_calls, is_error, created_at)
+             VALUES ('ses_bad', 2, 'assistant', '', 'not json', FALSE, 'x')",
+        )
+        .await;
     let err = store.messages(&id).await.unwrap_err();
     assert!(matches!(err, StoreError::Corrupt(_)), "{err:?}");
+}
 }

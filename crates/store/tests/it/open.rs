@@ -1,4 +1,4 @@
-//! Opening: migrations, WAL, durability across drop/reopen, and bad files.
+//! Opening: migrations, WAL, durability across drop/reopen (on both backends), and bad files.
 
 use crate::new_session;
 use reef_core::{Message, SessionId};
@@ -45,13 +45,11 @@ fn file_store_uses_wal() {
     assert_eq!(mode, "wal");
 }
 
-#[tokio::test]
-async fn messages_survive_drop_without_close() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("reef.db");
+both! {
+async fn messages_survive_drop_without_close(place: Place) {
     let id = SessionId::from("ses_durable");
     {
-        let store = Store::open(&path).unwrap();
+        let store = place.store().await;
         store
             .create_session(new_session(id.as_str()))
             .await
@@ -64,7 +62,7 @@ async fn messages_survive_drop_without_close() {
         }
         // Dropped here with no explicit close or checkpoint.
     }
-    let store = Store::open(&path).unwrap();
+    let store = place.store().await;
     let msgs = store.messages(&id).await.unwrap();
     let texts: Vec<_> = msgs
         .iter()
@@ -75,6 +73,7 @@ async fn messages_survive_drop_without_close() {
         msgs.iter().map(|m| m.seq).collect::<Vec<_>>(),
         [1, 2, 3, 4, 5]
     );
+}
 }
 
 #[test]

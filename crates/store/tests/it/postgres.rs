@@ -1,5 +1,6 @@
 //! The PostgreSQL store against a real PostgreSQL (`scripts/engines`): its schema holds every
-//! table and column of the SQLite one, nodes starting together migrate it once, a database
+//! table and column of the SQLite one, nodes starting together migrate it once, a database a
+//! newer reef migrated is refused, a database
 //! that cannot be reached, or a URL that is not one, is named in the error, and cluster nodes
 //! share agents through leases that move when a node dies or leaves.
 
@@ -79,7 +80,7 @@ async fn the_postgres_schema_has_every_table_and_column_of_the_sqlite_one() {
     let store = PgStore::connect(engines.database_url(), None)
         .await
         .unwrap();
-    assert_eq!(store.schema_version().await.unwrap(), 4);
+    assert_eq!(store.schema_version().await.unwrap(), 5);
     let sqlite = sqlite_columns();
     assert!(sqlite.len() > 150, "{} columns", sqlite.len());
     let mut postgres = postgres_columns(engines.database_url()).await;
@@ -107,18 +108,32 @@ async fn nodes_starting_together_migrate_once() {
         PgStore::connect(url, None)
     );
     for store in [a, b, c] {
-        assert_eq!(store.unwrap().schema_version().await.unwrap(), 4);
+        assert_eq!(store.unwrap().schema_version().await.unwrap(), 5);
     }
     // A node started later finds the schema as it is.
     let again = PgStore::connect(url, None).await.unwrap();
-    assert_eq!(again.schema_version().await.unwrap(), 4);
+    assert_eq!(again.schema_version().await.unwrap(), 5);
     let applied: i64 = connect(url)
         .await
         .query_one("SELECT count(*) FROM reef_schema", &[])
         .await
         .unwrap()
         .get(0);
-    assert_eq!(applied, 4);
+    assert_eq!(applied, 5);
+}
+
+#[tokio::test]
+async fn a_database_migrated_by_a_newer_reef_is_refused() {
+    let url = crate::fresh_database().await;
+    drop(PgStore::connect(&url, None).await.unwrap());
+    connect(&url)
+        .await
+        .batch_execute("INSERT INTO reef_schema (version, applied_at) VALUES (99, 'later')")
+        .await
+        .unwrap();
+    let err = PgStore::connect(&url, None).await.err().unwrap();
+    assert!(matches!(err, PgError::Newer { found: 99, .. }), "{err}");
+    assert!(err.to_string().contains("version 99"), "{err}");
 }
 
 #[tokio::test]

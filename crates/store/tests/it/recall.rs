@@ -80,8 +80,8 @@ fn request(namespaces: &[&str], text: &str, mode: SearchMode) -> SearchRequest {
     }
 }
 
-async fn seeded(embedder: bool) -> Memory {
-    let memory = memory_with(Store::open_in_memory().unwrap(), embedder);
+async fn seeded(store: &Store, embedder: bool) -> Memory {
+    let memory = memory_with(store.clone(), embedder);
     for text in [
         "We bought a used sedan for the team in March.",
         "Ticket ZX-81: the weekly sync moved to Thursday at 10.",
@@ -99,122 +99,125 @@ fn texts(hits: &[MemoryHit]) -> Vec<&str> {
     hits.iter().map(|h| h.text.as_str()).collect()
 }
 
-#[tokio::test]
-async fn hybrid_surfaces_both_the_exact_keyword_hit_and_the_paraphrase() {
-    let memory = seeded(true).await;
-    // "ZX-81" only matches by keyword; "automobile" only by meaning.
-    let out = memory
-        .search(request(
-            &["agent:alice"],
-            "ZX-81 automobile",
-            SearchMode::Hybrid,
-        ))
-        .await
-        .unwrap();
-    assert_eq!(out.mode, SearchMode::Hybrid);
-    assert_eq!(out.note, None);
-    let found = texts(&out.hits);
-    assert!(found.iter().any(|t| t.contains("ZX-81")), "{found:?}");
-    assert!(found.iter().any(|t| t.contains("sedan")), "{found:?}");
+both! {
+    async fn hybrid_surfaces_both_the_exact_keyword_hit_and_the_paraphrase(store) {
+        let memory = seeded(store, true).await;
+        // "ZX-81" only matches by keyword; "automobile" only by meaning.
+        let out = memory
+            .search(request(
+                &["agent:alice"],
+                "ZX-81 automobile",
+                SearchMode::Hybrid,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(out.mode, SearchMode::Hybrid);
+        assert_eq!(out.note, None);
+        let found = texts(&out.hits);
+        assert!(found.iter().any(|t| t.contains("ZX-81")), "{found:?}");
+        assert!(found.iter().any(|t| t.contains("sedan")), "{found:?}");
 
-    let keyword = memory
-        .search(request(
-            &["agent:alice"],
-            "ZX-81 automobile",
-            SearchMode::Keyword,
-        ))
-        .await
-        .unwrap();
-    assert!(!texts(&keyword.hits).iter().any(|t| t.contains("sedan")));
-    let vector = memory
-        .search(request(&["agent:alice"], "automobile", SearchMode::Vector))
-        .await
-        .unwrap();
-    assert!(
-        vector.hits[0].text.contains("sedan"),
-        "{:?}",
-        texts(&vector.hits)
-    );
-    assert!(
-        vector.hits[0].score > 0.9,
-        "cosine: {}",
-        vector.hits[0].score
-    );
+        let keyword = memory
+            .search(request(
+                &["agent:alice"],
+                "ZX-81 automobile",
+                SearchMode::Keyword,
+            ))
+            .await
+            .unwrap();
+        assert!(!texts(&keyword.hits).iter().any(|t| t.contains("sedan")));
+        let vector = memory
+            .search(request(&["agent:alice"], "automobile", SearchMode::Vector))
+            .await
+            .unwrap();
+        assert!(
+            vector.hits[0].text.contains("sedan"),
+            "{:?}",
+            texts(&vector.hits)
+        );
+        assert!(
+            vector.hits[0].score > 0.9,
+            "cosine: {}",
+            vector.hits[0].score
+        );
+    }
 }
 
-#[tokio::test]
-async fn vectors_respect_namespaces_and_forgetting() {
-    let memory = seeded(true).await;
-    // Searching first loads the vectors into RAM; what is saved afterwards must join them.
-    let before = memory
-        .search(request(&["agent:bob"], "vehicle", SearchMode::Vector))
-        .await
-        .unwrap();
-    assert!(before.hits.is_empty());
-    let bob = memory
-        .save(item("agent:bob", "Bob's automobile is red."))
-        .await
-        .unwrap();
-    let alice = memory
-        .search(request(&["agent:alice"], "vehicle", SearchMode::Vector))
-        .await
-        .unwrap();
-    assert!(
-        !texts(&alice.hits).iter().any(|t| t.contains("Bob")),
-        "alice never sees bob's"
-    );
-    let both = memory
-        .search(request(&["agent:bob"], "vehicle", SearchMode::Vector))
-        .await
-        .unwrap();
-    assert_eq!(texts(&both.hits)[0], "Bob's automobile is red.");
+both! {
+    async fn vectors_respect_namespaces_and_forgetting(store) {
+        let memory = seeded(store, true).await;
+        // Searching first loads the vectors into RAM; what is saved afterwards must join them.
+        let before = memory
+            .search(request(&["agent:bob"], "vehicle", SearchMode::Vector))
+            .await
+            .unwrap();
+        assert!(before.hits.is_empty());
+        let bob = memory
+            .save(item("agent:bob", "Bob's automobile is red."))
+            .await
+            .unwrap();
+        let alice = memory
+            .search(request(&["agent:alice"], "vehicle", SearchMode::Vector))
+            .await
+            .unwrap();
+        assert!(
+            !texts(&alice.hits).iter().any(|t| t.contains("Bob")),
+            "alice never sees bob's"
+        );
+        let both = memory
+            .search(request(&["agent:bob"], "vehicle", SearchMode::Vector))
+            .await
+            .unwrap();
+        assert_eq!(texts(&both.hits)[0], "Bob's automobile is red.");
 
-    assert!(
-        !memory
-            .store()
-            .forget_memory(vec!["agent:alice".into()], bob.item.id)
+        assert!(
+            !memory
+                .store()
+                .forget_memory(vec!["agent:alice".into()], bob.item.id)
+                .await
+                .unwrap(),
+            "alice cannot forget bob's item"
+        );
+        assert!(
+            memory
+                .store()
+                .forget_memory(vec!["agent:bob".into()], bob.item.id)
+                .await
+                .unwrap()
+        );
+        let after = memory
+            .search(request(&["agent:bob"], "vehicle", SearchMode::Vector))
             .await
-            .unwrap(),
-        "alice cannot forget bob's item"
-    );
-    assert!(
-        memory
-            .store()
-            .forget_memory(vec!["agent:bob".into()], bob.item.id)
-            .await
-            .unwrap()
-    );
-    let after = memory
-        .search(request(&["agent:bob"], "vehicle", SearchMode::Vector))
-        .await
-        .unwrap();
-    assert!(after.hits.is_empty(), "{:?}", texts(&after.hits));
+            .unwrap();
+        assert!(after.hits.is_empty(), "{:?}", texts(&after.hits));
+    }
 }
 
-#[tokio::test]
-async fn without_an_embedder_search_is_keyword_only_and_says_so() {
-    let memory = seeded(false).await;
-    let out = memory
-        .search(request(
-            &["agent:alice"],
-            "sync Thursday",
-            SearchMode::Hybrid,
-        ))
-        .await
-        .unwrap();
-    assert_eq!(out.mode, SearchMode::Keyword);
-    assert!(out.hits[0].text.contains("sync"));
-    let note = out.note.unwrap();
-    assert!(note.starts_with("keyword search only"), "{note}");
-    assert!(note.contains("reef models pull minilm"), "{note}");
-    let err = memory
-        .search(request(&["agent:alice"], "sync", SearchMode::Vector))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, StoreError::Invalid { field: "mode", .. }),
-        "{err}"
-    );
+both! {
+    async fn without_an_embedder_search_is_keyword_only_and_says_so(store) {
+        let memory = seeded(store, false).await;
+        let out = memory
+            .search(request(
+                &["agent:alice"],
+                "sync Thursday",
+                SearchMode::Hybrid,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(out.mode, SearchMode::Keyword);
+        assert!(out.hits[0].text.contains("sync"));
+        let note = out.note.unwrap();
+        assert!(note.starts_with("keyword search only"), "{note}");
+        assert!(note.contains("reef models pull minilm"), "{note}");
+        let err = memory
+            .search(request(&["agent:alice"], "sync", SearchMode::Vector))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::Invalid { field: "mode", .. }),
+            "{err}"
+        );
+    }
 }
 
 both! {
@@ -245,49 +248,50 @@ both! {
     }
 }
 
-#[tokio::test]
-async fn vector_search_checks_its_input() {
-    let memory = seeded(true).await;
-    let store = memory.store();
-    let err = store
-        .vector_search(VectorQuery {
-            namespaces: vec!["agent:alice".into()],
-            embedder: "concepts".into(),
-            vector: vec![1.0; 3],
-            limit: 5,
-            ..VectorQuery::default()
-        })
-        .await
-        .unwrap_err();
-    assert!(err.to_string().contains("3 dimensions"), "{err}");
-    let err = store
-        .vector_search(VectorQuery {
-            embedder: "concepts".into(),
-            vector: vec![1.0; DIMS],
-            limit: 5,
-            ..VectorQuery::default()
-        })
-        .await
-        .unwrap_err();
-    assert!(matches!(
-        err,
-        StoreError::Invalid {
-            field: "namespaces",
-            ..
-        }
-    ));
-    let err = store
-        .store_vectors("concepts", vec![(1, vec![1.0; 4]), (2, vec![1.0; 5])])
-        .await
-        .unwrap_err();
-    assert!(matches!(
-        err,
-        StoreError::Invalid {
-            field: "vectors",
-            ..
-        }
-    ));
-    assert!("sideways".parse::<SearchMode>().is_err());
+both! {
+    async fn vector_search_checks_its_input(store) {
+        let memory = seeded(store, true).await;
+        let store = memory.store();
+        let err = store
+            .vector_search(VectorQuery {
+                namespaces: vec!["agent:alice".into()],
+                embedder: "concepts".into(),
+                vector: vec![1.0; 3],
+                limit: 5,
+                ..VectorQuery::default()
+            })
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("3 dimensions"), "{err}");
+        let err = store
+            .vector_search(VectorQuery {
+                embedder: "concepts".into(),
+                vector: vec![1.0; DIMS],
+                limit: 5,
+                ..VectorQuery::default()
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            StoreError::Invalid {
+                field: "namespaces",
+                ..
+            }
+        ));
+        let err = store
+            .store_vectors("concepts", vec![(1, vec![1.0; 4]), (2, vec![1.0; 5])])
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            StoreError::Invalid {
+                field: "vectors",
+                ..
+            }
+        ));
+        assert!("sideways".parse::<SearchMode>().is_err());
+    }
 }
 
 #[test]
@@ -361,70 +365,69 @@ async fn add_with_vector(store: &Store, text: &str, d: usize) -> i64 {
     item.id
 }
 
-#[tokio::test]
-async fn another_connections_writes_reach_the_index_without_a_full_reload() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("reef.db");
-    let daemon = Store::open(&path).unwrap();
-    let cli = Store::open(&path).unwrap();
-    let first = add_with_vector(&daemon, "first note", 0).await;
-    let search = |store: &Store, d: usize, scan: Scan| {
-        let store = store.clone();
-        async move {
-            store
-                .vector_search(VectorQuery {
-                    namespaces: vec!["shared".into()],
-                    embedder: "concepts".into(),
-                    vector: axis(d),
-                    limit: 1,
-                    scan,
-                    ..VectorQuery::default()
-                })
+both! {
+    async fn another_connections_writes_reach_the_index_without_a_full_reload(place: Place) {
+        let daemon = place.store().await;
+        let cli = place.store().await;
+        let first = add_with_vector(&daemon, "first note", 0).await;
+        let search = |store: &Store, d: usize, scan: Scan| {
+            let store = store.clone();
+            async move {
+                store
+                    .vector_search(VectorQuery {
+                        namespaces: vec!["shared".into()],
+                        embedder: "concepts".into(),
+                        vector: axis(d),
+                        limit: 1,
+                        scan,
+                        ..VectorQuery::default()
+                    })
+                    .await
+                    .unwrap()
+                    .first()
+                    .map(|h| h.item_id)
+            }
+        };
+        assert_eq!(search(&daemon, 0, Scan::Exact).await, Some(first));
+        assert_eq!(
+            daemon.vector_loads(),
+            VectorLoads {
+                full: 1,
+                incremental: 0
+            }
+        );
+        // The other connection adds two and forgets the first.
+        let second = add_with_vector(&cli, "second note", 5).await;
+        let third = add_with_vector(&cli, "third note", 9).await;
+        assert!(
+            cli.forget_memory(vec!["shared".into()], first)
                 .await
                 .unwrap()
-                .first()
-                .map(|h| h.item_id)
-        }
-    };
-    assert_eq!(search(&daemon, 0, Scan::Exact).await, Some(first));
-    assert_eq!(
-        daemon.vector_loads(),
-        VectorLoads {
-            full: 1,
-            incremental: 0
-        }
-    );
-    // The other connection adds two and forgets the first.
-    let second = add_with_vector(&cli, "second note", 5).await;
-    let third = add_with_vector(&cli, "third note", 9).await;
-    assert!(
-        cli.forget_memory(vec!["shared".into()], first)
-            .await
-            .unwrap()
-    );
-    assert_eq!(search(&daemon, 5, Scan::Exact).await, Some(second));
-    assert_eq!(
-        search(&daemon, 9, Scan::Quantized { reranked: 1 }).await,
-        Some(third)
-    );
-    assert_ne!(search(&daemon, 0, Scan::Exact).await, Some(first));
-    assert_eq!(
-        daemon.vector_loads(),
-        VectorLoads {
-            full: 1,
-            incremental: 1
-        }
-    );
-    // Its own writes keep it current without reading anything back.
-    let fourth = add_with_vector(&daemon, "fourth note", 12).await;
-    assert_eq!(search(&daemon, 12, Scan::Auto).await, Some(fourth));
-    assert_eq!(
-        daemon.vector_loads(),
-        VectorLoads {
-            full: 1,
-            incremental: 1
-        }
-    );
+        );
+        assert_eq!(search(&daemon, 5, Scan::Exact).await, Some(second));
+        assert_eq!(
+            search(&daemon, 9, Scan::Quantized { reranked: 1 }).await,
+            Some(third)
+        );
+        assert_ne!(search(&daemon, 0, Scan::Exact).await, Some(first));
+        assert_eq!(
+            daemon.vector_loads(),
+            VectorLoads {
+                full: 1,
+                incremental: 1
+            }
+        );
+        // Its own writes keep it current without reading anything back.
+        let fourth = add_with_vector(&daemon, "fourth note", 12).await;
+        assert_eq!(search(&daemon, 12, Scan::Auto).await, Some(fourth));
+        assert_eq!(
+            daemon.vector_loads(),
+            VectorLoads {
+                full: 1,
+                incremental: 1
+            }
+        );
+    }
 }
 
 both! {

@@ -1,11 +1,11 @@
-//! Capability tokens in the store: the root key beside the database (0600, the same after a
+//! Capability tokens in the store, on both backends: the root key beside the database (0600, the same after a
 //! reopen, so a token minted before verifies after), an agent's token with its `cap.minted`
 //! record, and revocations written once with their `cap.revoked` record.
 
 use crate::agents::new_agent;
 use reef_core::{Budget, Capabilities};
 use reef_security::cap::{Grant, OPERATOR, Token};
-use reef_store::{AuditFilter, Store, cap_key_path};
+use reef_store::{AuditFilter, CAP_KEY_FILE, cap_key_path};
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 
@@ -18,13 +18,19 @@ fn grant(agent: &str) -> Grant {
     }
 }
 
-#[tokio::test]
-async fn a_token_kept_in_the_store_verifies_after_a_reopen_and_revocations_are_recorded() {
+#[test]
+fn the_root_key_sits_beside_a_sqlite_database() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("reef.db");
-    let store = Store::open(&path).unwrap();
-    let key = cap_key_path(&path);
-    assert_eq!(key, dir.path().join("cap.key"));
+    assert_eq!(cap_key_path(&path), dir.path().join("cap.key"));
+}
+
+both! {
+async fn a_token_kept_in_the_store_verifies_after_a_reopen_and_revocations_are_recorded(
+    place: Place
+) {
+    let store = place.store().await;
+    let key = place.dir().join(CAP_KEY_FILE);
     let mode = std::fs::metadata(&key).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
 
@@ -47,7 +53,7 @@ async fn a_token_kept_in_the_store_verifies_after_a_reopen_and_revocations_are_r
         .unwrap();
     drop(store);
 
-    let store = Store::open(&path).unwrap();
+    let store = place.store().await;
     let state = store.capability_state("ada").await.unwrap().unwrap();
     let text = state.token.unwrap();
     let again = Token::parse(&text, store.capability_root()).unwrap();
@@ -73,17 +79,13 @@ async fn a_token_kept_in_the_store_verifies_after_a_reopen_and_revocations_are_r
     assert!(store.verify_audit().await.unwrap().broken.is_none());
 }
 
-#[tokio::test]
-async fn a_damaged_root_key_is_named_and_not_replaced() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("reef.db");
-    drop(Store::open(&path).unwrap());
-    std::fs::write(cap_key_path(&path), "not a key\n").unwrap();
-    let err = Store::open(&path).unwrap_err().to_string();
+async fn a_damaged_root_key_is_named_and_not_replaced(place: Place) {
+    drop(place.store().await);
+    let key = place.dir().join(CAP_KEY_FILE);
+    std::fs::write(&key, "not a key\n").unwrap();
+    let err = place.open().await.unwrap_err().to_string();
     assert!(err.contains("capability root key"), "{err}");
     assert!(err.contains("cap.key"), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(cap_key_path(&path)).unwrap(),
-        "not a key\n"
-    );
+    assert_eq!(std::fs::read_to_string(&key).unwrap(), "not a key\n");
+}
 }
