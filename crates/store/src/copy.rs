@@ -70,6 +70,9 @@ impl Store {
                 copied.push(Copied { table, rows });
             }
             move_identities(&tx)?;
+            if to.pgvector {
+                crate::vectors_pgvector::fill(&tx)?;
+            }
             tx.commit()?;
             for Copied { table, rows } in &copied {
                 let there = count(&to.conn, table)?;

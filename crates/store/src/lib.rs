@@ -43,6 +43,7 @@ mod transcripts;
 mod usage;
 mod vector_index;
 mod vectors;
+mod vectors_pgvector;
 mod word_counts;
 
 pub use agents::{AgentRecord, NewAgent};

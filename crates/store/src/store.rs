@@ -24,6 +24,8 @@ pub(crate) struct Db {
     pub(crate) vectors: crate::vectors::SharedIndex,
     /// How the vector index has been brought up to date.
     pub(crate) vector_loads: crate::vectors::VectorLoads,
+    /// Vectors are kept and searched by pgvector in the database, not in RAM.
+    pub(crate) pgvector: bool,
 }
 
 impl Db {
@@ -33,6 +35,7 @@ impl Db {
             clock: Clock::default(),
             vectors: Arc::default(),
             vector_loads: crate::vectors::VectorLoads::default(),
+            pgvector: false,
         }
     }
 }
@@ -203,11 +206,14 @@ impl Store {
         let (audit, made) = crate::key_file::load_or_create(&audit_path, KeyKind::Audit)?;
         let (cap_secret, _) = crate::key_file::load_or_create(&cap_path, KeyKind::CapabilityRoot)?;
         let conn = pg.blocking_conn().await?;
+        let mut db = Db::new(Conn::postgres(
+            conn,
+            reef_security::audit::AuditKey::from_bytes(audit),
+        ));
+        let pgvector = pg.pgvector().is_some();
+        db.pgvector = pgvector;
         let inner = Inner {
-            db: Mutex::new(Db::new(Conn::postgres(
-                conn,
-                reef_security::audit::AuditKey::from_bytes(audit),
-            ))),
+            db: Mutex::new(db),
             reader: None,
             path: None,
             postgres: Some(pg),
@@ -219,6 +225,19 @@ impl Store {
         };
         let probe = store.clone();
         let has_records = tokio::task::spawn_blocking(move || probe.has_audit_records()).await??;
+        if pgvector {
+            let filler = store.clone();
+            let filled = tokio::task::spawn_blocking(move || {
+                crate::vectors_pgvector::fill(&filler.lock().conn)
+            })
+            .await??;
+            if filled > 0 {
+                tracing::info!(
+                    filled,
+                    "vectors stored without pgvector's column were given it"
+                );
+            }
+        }
         if made && has_records {
             if let Err(err) = std::fs::remove_file(&audit_path) {
                 tracing::warn!(path = %audit_path.display(), error = %err, "cannot remove a key just made");

@@ -2,7 +2,8 @@
 //! of the embedder that made it) and, for searching, held in RAM as one contiguous matrix that
 //! is scanned exactly — a dot product per chunk, keeping the best k. The matrix is loaded on
 //! the first search, kept in step with this process's writes, and reloaded when another process
-//! changed the vectors.
+//! changed the vectors. On PostgreSQL with pgvector, `vectors_pgvector` does both in the
+//! database instead.
 
 use crate::error::StoreError;
 use crate::memory::{MemoryHit, check_search_namespaces, json_list, parse_tags};
@@ -118,11 +119,11 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     sums.iter().sum::<f32>() + tail
 }
 
-fn to_blob(vector: &[f32]) -> Vec<u8> {
+pub(crate) fn to_blob(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn from_blob(blob: &[u8]) -> Vec<f32> {
+pub(crate) fn from_blob(blob: &[u8]) -> Vec<f32> {
     blob.chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect()
@@ -318,8 +319,22 @@ impl Store {
                 message: "vectors must all have the same, non-zero length".into(),
             });
         }
+        if let Some((id, _)) = vectors
+            .iter()
+            .find(|(_, v)| v.iter().any(|x| !x.is_finite()))
+        {
+            return Err(StoreError::Invalid {
+                field: "vectors",
+                message: format!(
+                    "the vector of chunk {id} holds a value that is not a finite number"
+                ),
+            });
+        }
         let embedder = embedder.to_owned();
         self.run(move |db| {
+            if db.pgvector {
+                return crate::vectors_pgvector::store(db, &embedder, &vectors, dims);
+            }
             let shared = Arc::clone(&db.vectors);
             if let Some(index) = read_index(&shared).as_ref()
                 && index.embedder == embedder
@@ -422,10 +437,23 @@ impl Store {
         let embedder = query.embedder.clone();
         let shared = self
             .run(move |db| {
+                if db.pgvector {
+                    return Ok(None);
+                }
                 ensure_loaded(db, &embedder)?;
-                Ok(Arc::clone(&db.vectors))
+                Ok(Some(Arc::clone(&db.vectors)))
             })
             .await?;
+        let Some(shared) = shared else {
+            // pgvector: the database scans, with the filters in the same statement.
+            let namespaces = json_list(&query.namespaces)?;
+            let tags = json_list(&query.tags)?;
+            return self
+                .run(move |db| {
+                    crate::vectors_pgvector::search(db, &query, &namespaces, &tags, limit)
+                })
+                .await;
+        };
         // The scan holds the index, not the connection: keyword searches run beside it.
         let scan = tokio::task::spawn_blocking(move || {
             let guard = read_index(&shared);

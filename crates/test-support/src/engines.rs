@@ -46,18 +46,31 @@ impl Engines {
     /// As [`Engines::start`].
     pub fn shared() -> &'static Engines {
         static SHARED: OnceLock<Engines> = OnceLock::new();
+        SHARED.get_or_init(|| Engines::start_shared(&[]))
+    }
+
+    /// As [`Engines::shared`], with a PostgreSQL that has the pgvector extension (installed
+    /// by `scripts/pgvector-postgres`, which `.ci/run` runs; see [`pgvector_bin`]).
+    ///
+    /// # Panics
+    /// When that PostgreSQL is not installed, naming the script; as [`Engines::start`].
+    pub fn shared_pgvector() -> &'static Engines {
+        static SHARED: OnceLock<Engines> = OnceLock::new();
         SHARED.get_or_init(|| {
-            // A directory of its own, which the watcher removes; the `TempDir` is kept so
-            // that nothing removes it while the process runs.
-            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
-            let out = run_with(
-                script(),
-                &["start"],
-                dir.path(),
-                &[("REEF_ENGINES_OWNER", &std::process::id().to_string())],
-            );
-            Engines::from_output(dir, &out)
+            let bin = pgvector_bin();
+            Engines::start_shared(&[("REEF_PG_BIN", &bin.display().to_string())])
         })
+    }
+
+    /// Engines in a directory of their own, which the watcher removes once this process
+    /// exits; the `TempDir` is kept so that nothing removes it while the process runs.
+    fn start_shared(env: &[(&str, &str)]) -> Engines {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
+        let owner = std::process::id().to_string();
+        let mut env = env.to_vec();
+        env.push(("REEF_ENGINES_OWNER", &owner));
+        let out = run_with(script(), &["start"], dir.path(), &env);
+        Engines::from_output(dir, &out)
     }
 
     /// `postgres://USER@127.0.0.1:PORT/reef`.
@@ -90,6 +103,32 @@ impl Drop for Engines {
             }
         }
     }
+}
+
+/// The programs of the PostgreSQL with pgvector: `REEF_PGVECTOR_BIN`, else where `.ci/run`
+/// installs it (`/opt/reef/pg16-vector` as root, `~/.cache/reef/pg16-vector` otherwise).
+///
+/// # Panics
+/// When none is installed, saying how to install it.
+fn pgvector_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("REEF_PGVECTOR_BIN") {
+        return PathBuf::from(bin);
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    [
+        PathBuf::from("/opt/reef/pg16-vector/bin"),
+        home.join(".cache/reef/pg16-vector/bin"),
+    ]
+    .into_iter()
+    .find(|bin| bin.join("postgres").is_file())
+    .unwrap_or_else(|| {
+        panic!(
+            "no PostgreSQL with pgvector: run `scripts/pgvector-postgres /opt/reef/pg16-vector` \
+             (as root; otherwise into ~/.cache/reef/pg16-vector), or set REEF_PGVECTOR_BIN"
+        )
+    })
 }
 
 /// `scripts/engines` of this checkout.

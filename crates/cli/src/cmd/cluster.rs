@@ -68,6 +68,7 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
     if json {
         let report = json!({
             "database": store.target(),
+            "pgvector": store.pgvector(),
             "nodes": nodes.iter().map(|n| json!({
                 "name": n.name,
                 "alive": n.alive,
@@ -85,7 +86,14 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(exit::OK);
     }
-    println!("cluster database: PostgreSQL {}", store.target());
+    println!(
+        "cluster database: PostgreSQL {} ({})",
+        store.target(),
+        match store.pgvector() {
+            Some(v) => format!("vectors searched by pgvector {v}"),
+            None => "no pgvector: vectors searched in each node's RAM".to_owned(),
+        }
+    );
     if nodes.is_empty() {
         println!("no node has joined");
     } else {

@@ -244,7 +244,16 @@ async fn database_check(cluster: &reef_config::ClusterConfig) -> Check {
     let reached = async {
         let store = reef_store::PgStore::connect(&cluster.database_url, password).await?;
         let version = store.schema_version().await?;
-        Ok::<_, reef_store::PgError>(format!("PostgreSQL {} (schema v{version})", store.target()))
+        // With pgvector a vector search runs in the database; without, each node holds the
+        // vectors in RAM.
+        let vectors = match store.pgvector() {
+            Some(v) => format!("vectors searched by pgvector {v}"),
+            None => "no pgvector: vectors searched in each node's RAM".to_owned(),
+        };
+        Ok::<_, reef_store::PgError>(format!(
+            "PostgreSQL {} (schema v{version}; {vectors})",
+            store.target()
+        ))
     };
     match reached.await {
         Ok(detail) => Check {

@@ -112,7 +112,10 @@ fn doctor_checks_both_engines_in_cluster_mode() {
     );
     assert_eq!(checks[3]["status"], "ok", "{}", checks[3]);
     assert!(
-        checks[3]["detail"].as_str().unwrap().contains("(schema v"),
+        checks[3]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("; no pgvector: vectors searched in each node's RAM)"),
         "{}",
         checks[3]
     );

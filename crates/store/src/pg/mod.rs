@@ -3,6 +3,9 @@
 //! advisory lock so that nodes starting together apply each migration once.
 
 mod cluster;
+mod pgvector;
+
+pub(crate) use pgvector::literal as vector_literal;
 
 pub use cluster::{AgentLease, ClusterNode, NodeStatus};
 use std::sync::Arc;
@@ -94,12 +97,15 @@ pub struct PgStore {
     pool: deadpool_postgres::Pool,
     /// `host:port/database`, for messages (never the password).
     target: Arc<str>,
+    /// pgvector's version when the database has the extension (vectors are searched there).
+    pgvector: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore")
             .field("target", &self.target)
+            .field("pgvector", &self.pgvector)
             .finish()
     }
 }
@@ -142,14 +148,24 @@ impl PgStore {
                 target: target.to_string(),
                 message: e.to_string(),
             })?;
-        let store = PgStore { pool, target };
-        store.migrate().await?;
+        let mut store = PgStore {
+            pool,
+            target,
+            pgvector: None,
+        };
+        store.pgvector = store.migrate().await?.map(Arc::from);
         Ok(store)
     }
 
     /// `host:port/database` of the server (no password).
     pub fn target(&self) -> &str {
         &self.target
+    }
+
+    /// The version of pgvector when the database has it: vector searches then run in the
+    /// database; without it each node scans the vectors in RAM.
+    pub fn pgvector(&self) -> Option<&str> {
+        self.pgvector.as_deref()
     }
 
     /// The number of migrations applied to the database.
@@ -163,8 +179,9 @@ impl PgStore {
     }
 
     /// Applies the migrations the database lacks, in one transaction under the migration lock:
-    /// a node that starts beside another waits for it and then finds nothing to do.
-    async fn migrate(&self) -> Result<(), PgError> {
+    /// a node that starts beside another waits for it and then finds nothing to do. Then
+    /// enables pgvector if the server has it, returning its version.
+    async fn migrate(&self) -> Result<Option<String>, PgError> {
         let mut client = self.client().await?;
         let tx = client
             .transaction()
@@ -207,7 +224,13 @@ impl PgStore {
             .await
             .map_err(failed)?;
         }
-        tx.commit().await.map_err(|source| self.query_error(source))
+        let pgvector = pgvector::enable(&tx)
+            .await
+            .map_err(|source| self.query_error(source))?;
+        tx.commit()
+            .await
+            .map_err(|source| self.query_error(source))?;
+        Ok(pgvector)
     }
 
     /// A connection of the pool for the store's statements, which run on blocking threads.

@@ -47,6 +47,38 @@ macro_rules! both {
     )*};
 }
 
+/// As `both!` for a store, and a third time (`name::pgvector`) on a PostgreSQL that has
+/// pgvector, where vectors are kept and searched in the database: for vector search.
+macro_rules! everywhere {
+    ($($(#[$meta:meta])* async fn $name:ident($store:ident) $body:block)*) => {$(
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports, reason = "each test uses what it needs of its module")]
+            use super::*;
+
+            async fn body($store: &reef_store::Store) $body
+
+            #[tokio::test]
+            async fn sqlite() {
+                let store = crate::Fresh::sqlite();
+                body(&store).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                let store = crate::Fresh::postgres().await;
+                body(&store).await;
+            }
+
+            #[tokio::test]
+            async fn pgvector() {
+                let store = crate::Fresh::pgvector().await;
+                body(&store).await;
+            }
+        }
+    )*};
+}
+
 mod agents;
 mod audit;
 mod compactions;
@@ -56,6 +88,7 @@ mod memory;
 mod messages;
 mod open;
 mod pending;
+mod pgvector;
 mod postgres;
 mod recall;
 mod routines;
@@ -93,8 +126,19 @@ impl Fresh {
     /// A database of its own on the PostgreSQL shared by this run's tests, with its keys in a
     /// temporary directory.
     pub async fn postgres() -> Fresh {
+        Fresh::on(reef_test_support::Engines::shared()).await
+    }
+
+    /// As [`Fresh::postgres`], on the PostgreSQL with pgvector; the store uses it.
+    pub async fn pgvector() -> Fresh {
+        let fresh = Fresh::on(reef_test_support::Engines::shared_pgvector()).await;
+        assert!(fresh.postgres().unwrap().pgvector().is_some());
+        fresh
+    }
+
+    async fn on(engines: &reef_test_support::Engines) -> Fresh {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::connect_postgres(&fresh_database().await, None, dir.path())
+        let store = Store::connect_postgres(&fresh_database_on(engines).await, None, dir.path())
             .await
             .unwrap();
         Fresh { store, _dir: dir }
@@ -121,6 +165,14 @@ impl Place {
         Place::Postgres {
             dir: tempfile::tempdir().unwrap(),
             url: fresh_database().await,
+        }
+    }
+
+    /// A new database on the PostgreSQL with pgvector shared by this run's tests.
+    pub async fn pgvector() -> Place {
+        Place::Postgres {
+            dir: tempfile::tempdir().unwrap(),
+            url: fresh_database_on(reef_test_support::Engines::shared_pgvector()).await,
         }
     }
 
@@ -195,8 +247,12 @@ async fn raw_postgres(url: &str) -> tokio_postgres::Client {
 
 /// The URL of a new, empty database on the PostgreSQL shared by this run's tests.
 pub async fn fresh_database() -> String {
+    fresh_database_on(reef_test_support::Engines::shared()).await
+}
+
+/// The URL of a new, empty database on `engines`' PostgreSQL.
+pub async fn fresh_database_on(engines: &reef_test_support::Engines) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let engines = reef_test_support::Engines::shared();
     let name = format!(
         "t{}_{}",
         std::process::id(),

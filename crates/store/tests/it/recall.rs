@@ -99,7 +99,7 @@ fn texts(hits: &[MemoryHit]) -> Vec<&str> {
     hits.iter().map(|h| h.text.as_str()).collect()
 }
 
-both! {
+everywhere! {
     async fn hybrid_surfaces_both_the_exact_keyword_hit_and_the_paraphrase(store) {
         let memory = seeded(store, true).await;
         // "ZX-81" only matches by keyword; "automobile" only by meaning.
@@ -143,7 +143,7 @@ both! {
     }
 }
 
-both! {
+everywhere! {
     async fn vectors_respect_namespaces_and_forgetting(store) {
         let memory = seeded(store, true).await;
         // Searching first loads the vectors into RAM; what is saved afterwards must join them.
@@ -220,7 +220,7 @@ both! {
     }
 }
 
-both! {
+everywhere! {
     async fn items_saved_without_an_embedder_are_embedded_by_a_later_search(store) {
         let plain = memory_with(store.clone(), false);
         let saved = plain
@@ -248,7 +248,7 @@ both! {
     }
 }
 
-both! {
+everywhere! {
     async fn vector_search_checks_its_input(store) {
         let memory = seeded(store, true).await;
         let store = memory.store();
@@ -279,6 +279,11 @@ both! {
                 ..
             }
         ));
+        let err = store
+            .store_vectors("concepts", vec![(1, vec![f32::NAN; DIMS])])
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not a finite number"), "{err}");
         let err = store
             .store_vectors("concepts", vec![(1, vec![1.0; 4]), (2, vec![1.0; 5])])
             .await
@@ -430,7 +435,7 @@ both! {
     }
 }
 
-both! {
+everywhere! {
     async fn with_background_embedding_a_search_answers_at_once_and_says_what_waits(store) {
         // Saved without an embedder: three chunks wait for vectors.
         let keyword_only = memory_with(store.clone(), false);
