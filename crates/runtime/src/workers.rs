@@ -34,6 +34,17 @@ impl Runtime {
         workers.insert(agent.clone(), handle);
     }
 
+    /// Whether this process still runs the agent: the daemon is not stopping and, in a
+    /// cluster, this node holds its lease.
+    pub(crate) fn runs_here(&self, agent: &AgentId) -> bool {
+        !*self.inner.shutdown.borrow()
+            && self
+                .inner
+                .cluster
+                .as_ref()
+                .is_none_or(|cluster| cluster.owns(agent))
+    }
+
     /// Hands an operator command to the agent's worker, starting one if it has none.
     pub(crate) fn control(&self, agent: &AgentId, command: Control) -> Result<(), RuntimeError> {
         let mut workers = lock(&self.inner.workers);

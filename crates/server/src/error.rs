@@ -48,6 +48,8 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::Conflict(_) => StatusCode::CONFLICT,
             RuntimeError::Denied(_) => StatusCode::FORBIDDEN,
             RuntimeError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            // The database cannot be reached for now: nothing was taken; send it again later.
+            RuntimeError::Store(store) if store.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
             RuntimeError::Store(_) | RuntimeError::Setup(_) | RuntimeError::Cluster(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
@@ -60,7 +62,7 @@ impl From<RuntimeError> for ApiError {
             status,
             message: err.to_string(),
             field,
-            retry_after: None,
+            retry_after: (status == StatusCode::SERVICE_UNAVAILABLE).then_some(1),
         }
     }
 }

@@ -95,6 +95,30 @@ pub enum StoreError {
     Join(#[from] tokio::task::JoinError),
 }
 
+impl StoreError {
+    /// Whether the database could not be reached or was busy, so that the same call may
+    /// succeed later unchanged: PostgreSQL down, restarting or dropping the connection, the
+    /// pool exhausted, SQLite busy, locked, out of disk or failing I/O. Anything else (a
+    /// conflict, bad input, a damaged row) fails the same way again.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Postgres(err) => err.is_unavailable(),
+            StoreError::Sqlite(err) | StoreError::Query { source: err, .. } => {
+                matches!(
+                    err.sqlite_error_code(),
+                    Some(
+                        rusqlite::ErrorCode::DatabaseBusy
+                            | rusqlite::ErrorCode::DatabaseLocked
+                            | rusqlite::ErrorCode::DiskFull
+                            | rusqlite::ErrorCode::SystemIoFailure
+                    )
+                )
+            }
+            _ => false,
+        }
+    }
+}
+
 impl From<crate::sql::Error> for StoreError {
     fn from(err: crate::sql::Error) -> StoreError {
         match err {

@@ -6,6 +6,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+/// One of the two engines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Postgres,
+    Nats,
+}
+
 /// A running PostgreSQL and NATS server; both stop (and their data goes) on drop.
 pub struct Engines {
     dir: tempfile::TempDir,
@@ -20,7 +27,7 @@ impl Engines {
     /// When a program is missing (the message names the Debian package) or does not start.
     pub fn start() -> Engines {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
-        let out = run_with(script(), &["start"], dir.path(), &[]);
+        let out = run_with(script(), &["start"], dir.path(), &[], &[]);
         Engines::from_output(dir, &out)
     }
 
@@ -69,8 +76,28 @@ impl Engines {
         let owner = std::process::id().to_string();
         let mut env = env.to_vec();
         env.push(("REEF_ENGINES_OWNER", &owner));
-        let out = run_with(script(), &["start"], dir.path(), &env);
+        let out = run_with(script(), &["start"], dir.path(), &[], &env);
         Engines::from_output(dir, &out)
+    }
+
+    /// Stops one engine alone (`scripts/engines stop DIR ENGINE`), as an outage would.
+    ///
+    /// # Panics
+    /// When the script fails.
+    pub fn stop_one(&self, engine: Engine) {
+        let name = match engine {
+            Engine::Postgres => "postgres",
+            Engine::Nats => "nats",
+        };
+        run_with(script(), &["stop"], self.dir.path(), &[name], &[]);
+    }
+
+    /// Starts again what is not running, on the ports it had (`scripts/engines start DIR`).
+    ///
+    /// # Panics
+    /// As [`Engines::start`].
+    pub fn start_again(&self) {
+        run_with(script(), &["start"], self.dir.path(), &[], &[]);
     }
 
     /// `postgres://USER@127.0.0.1:PORT/reef`.
@@ -136,14 +163,21 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/engines")
 }
 
-/// Runs `script command dir` with `env` and returns its stdout.
+/// Runs `script command dir after` with `env` and returns its stdout.
 ///
 /// # Panics
 /// When it fails, with its stderr.
-fn run_with(script: PathBuf, command: &[&str], dir: &Path, env: &[(&str, &str)]) -> String {
+fn run_with(
+    script: PathBuf,
+    command: &[&str],
+    dir: &Path,
+    after: &[&str],
+    env: &[(&str, &str)],
+) -> String {
     let out = Command::new(&script)
         .args(command)
         .arg(dir)
+        .args(after)
         .envs(env.iter().copied())
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));

@@ -24,7 +24,7 @@ pub mod slack;
 pub mod telegram;
 pub mod wat;
 
-pub use engines::Engines;
+pub use engines::{Engine, Engines};
 pub use home::TestHome;
 pub use ircd::{IrcClient, IrcLine, Ngircd};
 pub use programs::{git, sandbox_helper, venv_python, without_landlock};

@@ -14,7 +14,7 @@ use std::time::Duration;
 /// A node's home: the mock as its model, the default sandbox, and `[cluster]` (enabled by
 /// `--cluster`), with two-second leases. `keys_from` is the home of a node already started,
 /// whose audit and capability keys every node of the cluster needs.
-fn node_home(mock: &MockLlm, engines: &Engines, name: &str) -> TestHome {
+pub(crate) fn node_home(mock: &MockLlm, engines: &Engines, name: &str) -> TestHome {
     let home = TestHome::new();
     home.write_config(&format!(
         "[providers.main]\nbase_url = \"{}\"\nmodel = \"mock-model\"\nstream = false\n\
@@ -31,7 +31,7 @@ fn node_home(mock: &MockLlm, engines: &Engines, name: &str) -> TestHome {
 
 /// Gives `to` the cluster's audit and capability keys, from the home of a node that made them
 /// (a node without them refuses to start: the audit log would not verify).
-fn copy_keys(from: &TestHome, to: &TestHome) {
+pub(crate) fn copy_keys(from: &TestHome, to: &TestHome) {
     for key in ["audit.key", "cap.key"] {
         std::fs::copy(from.reef_home().join(key), to.reef_home().join(key)).unwrap();
     }
@@ -39,7 +39,7 @@ fn copy_keys(from: &TestHome, to: &TestHome) {
 
 /// `reef cluster status --json` run with `home`'s configuration (cluster mode on, as
 /// `--cluster` turns it on for `reef serve`).
-fn status(home: &TestHome) -> Value {
+pub(crate) fn status(home: &TestHome) -> Value {
     let out = reef(home)
         .args(["-c", "cluster.enabled=true", "cluster", "status", "--json"])
         .assert()
@@ -48,7 +48,7 @@ fn status(home: &TestHome) -> Value {
 }
 
 /// The node holding each agent's lease, by agent id.
-fn placement(home: &TestHome) -> Vec<(String, String)> {
+pub(crate) fn placement(home: &TestHome) -> Vec<(String, String)> {
     status(home)["leases"]
         .as_array()
         .unwrap()
@@ -69,7 +69,7 @@ fn node(nodes: &[Option<Daemon>], i: usize) -> &Daemon {
 }
 
 /// An agent whose forward is made and whose turn has not ended, and the node running it.
-async fn turn_in_flight(daemon: &Daemon, home: &TestHome) -> (String, String) {
+pub(crate) async fn turn_in_flight(daemon: &Daemon, home: &TestHome) -> (String, String) {
     let in_flight = daemon
         .wait(
             "a forward in flight",
@@ -94,7 +94,7 @@ async fn turn_in_flight(daemon: &Daemon, home: &TestHome) -> (String, String) {
 }
 
 /// Polls `cond` a bounded number of times (the nodes are other processes).
-async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+pub(crate) async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     for _ in 0..1500 {
         if cond() {
             return;

@@ -6,6 +6,7 @@ mod browser;
 mod caps;
 mod channels;
 mod cluster;
+mod cluster_faults;
 mod commands;
 mod compaction;
 mod cost;

@@ -9,6 +9,7 @@ mod assembly;
 mod budget;
 mod control;
 mod outcome;
+mod persist;
 pub(crate) use outcome::reap_if_done;
 pub(crate) mod record;
 mod turn;
@@ -264,13 +265,13 @@ impl Worker {
     }
 }
 
-/// Puts a claimed message back in the inbox; a failure is logged (the next start releases
-/// every message left claimed).
+/// Puts a claimed message back in the inbox, waiting for a store that cannot be reached
+/// (`persist::until_stored`).
 async fn release(rt: &Runtime, record: &AgentRecord, message: &InboxMessage) {
-    if let Err(err) = rt.store().release_message(message.id).await {
-        tracing::warn!(agent = %record.name, error = %err, inbox_id = message.id,
-                       "cannot put a message back in the inbox");
-    }
+    persist::until_stored(rt, &record.id, "a message put back in the inbox", || {
+        rt.store().release_message(message.id)
+    })
+    .await;
     rt.bus().poke();
 }
 

@@ -1,6 +1,7 @@
 //! What follows a turn: its inbox messages are finished (a request gets the final text as
 //! its reply), spent budgets stop the agent, and the parent hears of what went wrong.
 
+use super::persist::until_stored;
 use super::record;
 use crate::error::RuntimeError;
 use crate::kernel::Runtime;
@@ -10,7 +11,8 @@ use serde_json::json;
 
 /// Finishes a message the turn read; a request gets the final text as its reply in the same
 /// transaction — unless the turn asked the operator something and completed, in which case
-/// the reply waits for the answer (`asked`). A failure is logged; the message stays claimed
+/// the reply waits for the answer (`asked`). A store that cannot be reached is waited for
+/// (`persist::until_stored`); any other failure is logged, and the message stays claimed
 /// until the next start releases it.
 pub(super) async fn finish_message(
     rt: &Runtime,
@@ -25,9 +27,10 @@ pub(super) async fn finish_message(
     {
         // The question carries the request: the turn that reads its answer replies.
         tracing::debug!(agent = %record.name, %question, "reply deferred to a question");
-        if let Err(err) = store.complete_message(message.id, None).await {
-            tracing::warn!(agent = %record.name, error = %err, "cannot finish an inbox message");
-        }
+        until_stored(rt, &record.id, "an inbox message finished", || {
+            store.complete_message(message.id, None)
+        })
+        .await;
         rt.bus().poke();
         return;
     }
@@ -38,20 +41,22 @@ pub(super) async fn finish_message(
             } else {
                 text.clone()
             };
-            store.complete_message(message.id, Some(answer)).await
+            until_stored(rt, &record.id, "an inbox message finished", || {
+                store.complete_message(message.id, Some(answer.clone()))
+            })
+            .await
         }
         // No answer: a request on the message is cancelled with the reason.
         other => {
             let reason = format!("{} {}", record.name, describe(other));
-            store.abandon_message(message.id, &reason).await
+            until_stored(rt, &record.id, "an inbox message abandoned", || {
+                store.abandon_message(message.id, &reason)
+            })
+            .await
         }
     };
-    match finished {
-        Ok(Some(asker)) => rt.wake(&asker),
-        Ok(None) => {}
-        Err(err) => {
-            tracing::warn!(agent = %record.name, error = %err, "cannot finish an inbox message");
-        }
+    if let Some(Some(asker)) = finished {
+        rt.wake(&asker);
     }
     rt.bus().poke();
 }

@@ -91,6 +91,35 @@ pub enum PgError {
     Pool { target: String, message: String },
 }
 
+impl PgError {
+    /// Whether the server could not be reached, or went away or refused work for now
+    /// (connection exceptions, an administrator's shutdown, a server starting up), so that the
+    /// same call may succeed once it is back.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            PgError::Connect { .. } | PgError::Pool { .. } => true,
+            PgError::Query { source, .. } | PgError::Migration { source, .. } => {
+                if source.is_closed() {
+                    return true;
+                }
+                match source.code() {
+                    Some(code) => {
+                        let code = code.code();
+                        code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+                    }
+                    // No answer from the server at all: the connection failed under the call.
+                    None => {
+                        source.as_db_error().is_none()
+                            && std::error::Error::source(source)
+                                .is_some_and(|s| s.is::<std::io::Error>())
+                    }
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
 /// A pool of connections to reef's PostgreSQL database. Cheap to clone.
 #[derive(Clone)]
 pub struct PgStore {
