@@ -6,6 +6,7 @@
 use reef_core::AgentId;
 use reef_store::{Store, StoredEvent};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{Notify, broadcast};
 
 /// Live events buffered per subscriber before it starts missing them.
@@ -34,6 +35,8 @@ impl EventFilter {
 pub struct Bus {
     tx: broadcast::Sender<StoredEvent>,
     poke: Arc<Notify>,
+    /// The last event of the history the pump has read.
+    read: Arc<AtomicU64>,
     /// In cluster mode, the other nodes, told when this one appends events.
     cluster: Option<Arc<crate::cluster::Cluster>>,
 }
@@ -50,12 +53,14 @@ impl Bus {
         let (tx, _) = broadcast::channel(LIVE_BUFFER);
         let poke = Arc::new(Notify::new());
         let poll = cluster.as_ref().map(|c| c.tick());
+        let read = Arc::new(AtomicU64::new(after));
         let bus = Bus {
             tx: tx.clone(),
             poke: poke.clone(),
+            read: Arc::clone(&read),
             cluster,
         };
-        let task = tokio::spawn(pump(store, tx, poke, after, poll));
+        let task = tokio::spawn(pump(store, tx, poke, read, poll));
         (bus, task)
     }
 
@@ -72,6 +77,12 @@ impl Bus {
         self.poke.notify_one();
     }
 
+    /// The last event of the history published so far (what `reef cluster status` compares
+    /// with the history's end as the bus's lag).
+    pub(crate) fn read_through(&self) -> u64 {
+        self.read.load(Ordering::Relaxed)
+    }
+
     /// Live events from now on (filter them with [`EventFilter::matches`]).
     pub fn subscribe(&self) -> broadcast::Receiver<StoredEvent> {
         self.tx.subscribe()
@@ -82,9 +93,10 @@ async fn pump(
     store: Store,
     tx: broadcast::Sender<StoredEvent>,
     poke: Arc<Notify>,
-    mut after: u64,
+    read: Arc<AtomicU64>,
     poll: Option<std::time::Duration>,
 ) {
+    let mut after = read.load(Ordering::Relaxed);
     loop {
         match poll {
             Some(poll) => {
@@ -113,6 +125,7 @@ async fn pump(
                     tracing::trace!("no subscriber for an event");
                 }
             }
+            read.store(after, Ordering::Relaxed);
         }
     }
 }

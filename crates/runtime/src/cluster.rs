@@ -188,7 +188,11 @@ async fn leases(weak: Weak<Inner>) {
 async fn round(runtime: &Runtime, cluster: &Cluster) -> Result<(), PgError> {
     let held: HashSet<AgentId> = cluster
         .pg
-        .heartbeat(&cluster.node, cluster.bus_connected())
+        .heartbeat(
+            &cluster.node,
+            cluster.bus_connected(),
+            runtime.bus().read_through(),
+        )
         .await?
         .into_iter()
         .collect();

@@ -75,6 +75,7 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
                 "draining": n.draining,
                 "agents": n.agents,
                 "bus": if n.bus_connected { "nats" } else { "polling" },
+                "bus_lag": n.bus_lag,
             })).collect::<Vec<_>>(),
             "leases": leases.iter().map(|l| json!({
                 "agent": l.agent.as_str(),
@@ -98,19 +99,20 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
         println!("no node has joined");
     } else {
         println!(
-            "{:<24}  {:<6}  {:<8}  {:<7}  agents",
-            "node", "alive", "draining", "bus"
+            "{:<24}  {:<6}  {:<8}  {:<7}  {:<7}  agents",
+            "node", "alive", "draining", "bus", "bus lag"
         );
         let yes = |b: bool| if b { "yes" } else { "no" };
         for n in &nodes {
             // Without NATS a node finds work by polling the database: slower, still correct.
             let bus = if n.bus_connected { "nats" } else { "polling" };
             println!(
-                "{:<24}  {:<6}  {:<8}  {:<7}  {}",
+                "{:<24}  {:<6}  {:<8}  {:<7}  {:<7}  {}",
                 n.name,
                 yes(n.alive),
                 yes(n.draining),
                 bus,
+                n.bus_lag,
                 n.agents
             );
         }

@@ -121,6 +121,15 @@ async fn without_nats_nodes_poll_and_say_so_and_return_to_nats_when_it_is_back()
     // its own reading of the database.
     let mut jobs = send(&n1, &workers, 0..10).await;
     drained(&n1, &workers, 2).await;
+    // Each node's bus reads the whole history, n2's by polling alone.
+    eventually("both buses to have read the history", || {
+        status(&homes[1])["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["bus_lag"] == 0)
+    })
+    .await;
 
     engines.start_again();
     eventually("both nodes back on NATS", || {

@@ -233,10 +233,24 @@ fn cluster_status_shows_the_nodes_from_any_nodes_config() {
         let store = reef_store::PgStore::connect(engines.database_url(), None)
             .await
             .unwrap();
-        store
+        let first = store
             .join_cluster("eu-1", std::time::Duration::from_secs(600), None)
             .await
             .unwrap();
+        // Three events in the history, of which eu-1's bus has read one, without NATS.
+        let keys = tempfile::tempdir().unwrap();
+        let events = reef_store::Store::connect_postgres(engines.database_url(), None, keys.path())
+            .await
+            .unwrap();
+        let mut seqs = Vec::new();
+        for i in 0..3 {
+            let event = events
+                .append_event("test.tick", None, serde_json::json!({"i": i}))
+                .await
+                .unwrap();
+            seqs.push(event.seq);
+        }
+        store.heartbeat(&first, false, seqs[0]).await.unwrap();
         let leaving = store
             .join_cluster("eu-2", std::time::Duration::from_secs(600), Some(5))
             .await
@@ -251,8 +265,10 @@ fn cluster_status_shows_the_nodes_from_any_nodes_config() {
     assert_eq!(
         report["nodes"],
         serde_json::json!([
-            {"name": "eu-1", "alive": true, "draining": false, "agents": 0, "bus": "nats"},
-            {"name": "eu-2", "alive": true, "draining": true, "agents": 0, "bus": "nats"},
+            {"name": "eu-1", "alive": true, "draining": false, "agents": 0, "bus": "polling",
+             "bus_lag": 2},
+            {"name": "eu-2", "alive": true, "draining": true, "agents": 0, "bus": "nats",
+             "bus_lag": 0},
         ]),
         "{report}"
     );
@@ -265,7 +281,7 @@ fn cluster_status_shows_the_nodes_from_any_nodes_config() {
         .unwrap_or_default();
     assert_eq!(
         row.split_whitespace().collect::<Vec<_>>(),
-        ["eu-2", "yes", "yes", "nats", "0"],
+        ["eu-2", "yes", "yes", "nats", "0", "0"],
         "{stdout}"
     );
 }

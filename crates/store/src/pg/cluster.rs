@@ -48,6 +48,8 @@ pub struct NodeStatus {
     pub agents: i64,
     /// Whether it reached NATS at its last heartbeat (otherwise it polls the database).
     pub bus_connected: bool,
+    /// Events of the history its bus had not read yet at its last heartbeat.
+    pub bus_lag: i64,
 }
 
 impl PgStore {
@@ -95,13 +97,15 @@ impl PgStore {
         }
     }
 
-    /// Records that `node` is alive (and whether it reaches NATS) and renews every lease it
-    /// holds; returns the agents it still owns. Fails with [`PgError::Superseded`] when another process took the node's
+    /// Records that `node` is alive (whether it reaches NATS, and how far behind the history
+    /// its bus is, having read it through event `bus_read`) and renews every lease it holds;
+    /// returns the agents it still owns. Fails with [`PgError::Superseded`] when another process took the node's
     /// name (its heartbeats had stopped for longer than its lease): the node must stop.
     pub async fn heartbeat(
         &self,
         node: &ClusterNode,
         bus_connected: bool,
+        bus_read: u64,
     ) -> Result<Vec<AgentId>, PgError> {
         let mut client = self.client().await?;
         let tx = client
@@ -110,9 +114,15 @@ impl PgStore {
             .map_err(|source| self.query_error(source))?;
         let alive = tx
             .execute(
-                "UPDATE cluster_nodes SET heartbeat_at = now(), bus_connected = $3
+                "UPDATE cluster_nodes SET heartbeat_at = now(), bus_connected = $3,
+                        bus_lag = greatest((SELECT coalesce(max(seq), 0) FROM events) - $4, 0)
                  WHERE name = $1 AND incarnation = $2",
-                &[&node.name, &node.incarnation, &bus_connected],
+                &[
+                    &node.name,
+                    &node.incarnation,
+                    &bus_connected,
+                    &i64::try_from(bus_read).unwrap_or(i64::MAX),
+                ],
             )
             .await
             .map_err(|source| self.query_error(source))?;
@@ -392,7 +402,7 @@ impl PgStore {
                         n.draining,
                         (SELECT count(*) FROM agent_leases l
                           WHERE l.node = n.name AND l.incarnation = n.incarnation),
-                        n.bus_connected
+                        n.bus_connected, n.bus_lag
                    FROM cluster_nodes n ORDER BY n.name",
                 &[],
             )
@@ -406,6 +416,7 @@ impl PgStore {
                 draining: row.get(2),
                 agents: row.get(3),
                 bus_connected: row.get(4),
+                bus_lag: row.get(5),
             })
             .collect())
     }

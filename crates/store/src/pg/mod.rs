@@ -18,6 +18,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (3, include_str!("0003_rooms.sql")),
     (4, include_str!("0004_bus.sql")),
     (5, include_str!("0005_fingerprint_times.sql")),
+    (6, include_str!("0006_bus_lag.sql")),
 ];
 
 /// The advisory lock migrations run under (any fixed number; "reef" in ASCII).

@@ -80,7 +80,7 @@ async fn the_postgres_schema_has_every_table_and_column_of_the_sqlite_one() {
     let store = PgStore::connect(engines.database_url(), None)
         .await
         .unwrap();
-    assert_eq!(store.schema_version().await.unwrap(), 5);
+    assert_eq!(store.schema_version().await.unwrap(), 6);
     let sqlite = sqlite_columns();
     assert!(sqlite.len() > 150, "{} columns", sqlite.len());
     let mut postgres = postgres_columns(engines.database_url()).await;
@@ -108,18 +108,18 @@ async fn nodes_starting_together_migrate_once() {
         PgStore::connect(url, None)
     );
     for store in [a, b, c] {
-        assert_eq!(store.unwrap().schema_version().await.unwrap(), 5);
+        assert_eq!(store.unwrap().schema_version().await.unwrap(), 6);
     }
     // A node started later finds the schema as it is.
     let again = PgStore::connect(url, None).await.unwrap();
-    assert_eq!(again.schema_version().await.unwrap(), 5);
+    assert_eq!(again.schema_version().await.unwrap(), 6);
     let applied: i64 = connect(url)
         .await
         .query_one("SELECT count(*) FROM reef_schema", &[])
         .await
         .unwrap()
         .get(0);
-    assert_eq!(applied, 5);
+    assert_eq!(applied, 6);
 }
 
 #[tokio::test]
@@ -201,17 +201,17 @@ async fn a_node_name_belongs_to_one_live_node_at_a_time() {
     let err = store.join_cluster("alpha", LONG, None).await.unwrap_err();
     assert!(matches!(err, PgError::NameTaken { .. }), "{err:?}");
     assert!(err.to_string().contains("alpha"), "{err}");
-    assert!(store.heartbeat(&first, true).await.unwrap().is_empty());
+    assert!(store.heartbeat(&first, true, 0).await.unwrap().is_empty());
     // A node whose lease has run out (a zero lease runs out at once) gives its name up.
     let lapsed = store
         .join_cluster("beta", Duration::ZERO, None)
         .await
         .unwrap();
     let successor = store.join_cluster("beta", LONG, None).await.unwrap();
-    let err = store.heartbeat(&lapsed, true).await.unwrap_err();
+    let err = store.heartbeat(&lapsed, true, 0).await.unwrap_err();
     assert!(matches!(err, PgError::Superseded { .. }), "{err:?}");
     assert!(store.claim_agents(&lapsed).await.is_err());
-    assert!(store.heartbeat(&successor, true).await.is_ok());
+    assert!(store.heartbeat(&successor, true, 0).await.is_ok());
 }
 
 #[tokio::test]
@@ -278,7 +278,7 @@ async fn agents_are_shared_among_nodes_and_move_when_a_node_dies_or_leaves() {
 
     // A heartbeat renews what a node holds and says what that is.
     // `b` has lost NATS: status says it polls.
-    let held = store.heartbeat(&b, false).await.unwrap();
+    let held = store.heartbeat(&b, false, 0).await.unwrap();
     assert_eq!(held.len(), count("b"));
 
     // `a` leaves gracefully: its agents are free at once, and `b` and `c` take them.
@@ -297,6 +297,7 @@ async fn agents_are_shared_among_nodes_and_move_when_a_node_dies_or_leaves() {
         draining,
         agents,
         bus_connected: name != "b",
+        bus_lag: 0,
     };
     // `c` is capped at 3, so `b` takes the other 7.
     assert_eq!(
