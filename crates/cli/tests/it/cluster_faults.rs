@@ -2,7 +2,8 @@
 //! nats-server, stopped and started again by `scripts/engines`): without NATS the nodes find
 //! their work by polling the database and say so, and return to NATS when it is back; without
 //! the database, a message is refused rather than acknowledged, the turn in flight and the
-//! node carry on once it returns, and every job takes effect once.
+//! node carry on once it returns, and every job takes effect once; a routine made through
+//! one node fires once per instant in the whole cluster, and goes on when that node dies.
 
 use crate::cluster::{copy_keys, eventually, node_home, placement, status, turn_in_flight};
 use crate::daemon::{Daemon, forwarder};
@@ -194,4 +195,76 @@ async fn while_the_database_is_away_nothing_is_acknowledged_and_the_turn_goes_on
             .any(|(a, n)| *a == agent && n == "n1"),
         "{report:#}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_routine_fires_once_per_instant_in_the_cluster_and_goes_on_when_its_node_dies() {
+    let engines = Engines::start();
+    let mock = MockLlm::start_responder_blocking(Arc::new(forwarder(Duration::from_millis(20))));
+    let homes = [
+        node_home(&mock, &engines, "n1"),
+        node_home(&mock, &engines, "n2"),
+    ];
+    for home in &homes {
+        let config = std::fs::read_to_string(home.reef_home().join("reef.toml")).unwrap();
+        home.write_config(&format!("{config}\n[scheduler]\nmin_interval = \"1s\"\n"));
+    }
+    let n1 = Daemon::start_with(&homes[0], &["--cluster"]).await;
+    copy_keys(&homes[0], &homes[1]);
+    let n2 = Daemon::start_with(&homes[1], &["--cluster"]).await;
+    // Each fire's message to w1 is forwarded to the paused sink, which keeps them.
+    agents(&n1, &["w1"]).await;
+    n1.post(
+        "/v1/routines",
+        json!({"name": "tick", "every": "1s", "agent": "w1", "message": "tick",
+               "catch_up": "all", "concurrency": "queue"}),
+    )
+    .await;
+    let history = "/v1/routines/tick/history?limit=10000";
+    let fires = |h: &Value| h.as_array().map_or(0, Vec::len);
+    n2.wait("four fires", history, |h| fires(h) >= 4).await;
+    // The node the routine was made through dies; the other one knew of it and goes on.
+    n1.kill();
+    let before = fires(&n2.get(history).await);
+    n2.wait("four more fires", history, |h| fires(h) >= before + 4)
+        .await;
+    n2.post("/v1/routines/tick/disable", json!({})).await;
+    n2.wait("w1's inbox to drain", "/v1/agents/w1/inbox", |m| {
+        m.as_array()
+            .is_some_and(|a| a.iter().all(|m| m["status"] == "done"))
+    })
+    .await;
+
+    let history = n2.get(history).await;
+    let mut instants: Vec<i64> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["key"].as_str().unwrap()["at:".len()..].parse().unwrap())
+        .collect();
+    instants.sort_unstable();
+    let claimed = instants.len();
+    instants.dedup();
+    assert_eq!(
+        instants.len(),
+        claimed,
+        "an instant claimed twice: {history:#}"
+    );
+    let (first, last) = (instants[0], instants[claimed - 1]);
+    assert_eq!(
+        claimed as i64,
+        (last - first) / 1000 + 1,
+        "every instant from the first to the last fired, the kill included: {history:#}"
+    );
+    let ran = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["outcome"] != "skipped")
+        .count();
+    let mut bodies = forwarded(&n2).await;
+    let all = bodies.len();
+    bodies.dedup();
+    assert_eq!(bodies.len(), all, "a fire took effect twice: {bodies:#?}");
+    assert_eq!(all, ran, "one effect per fire: {history:#}");
 }

@@ -37,11 +37,16 @@ pub(super) fn wakes(event: &StoredEvent, listening: bool) -> bool {
 }
 
 /// Whether an event changed a routine behind the scheduler's back (a run's failure
-/// disabled it), so the routines must be read again.
+/// disabled it; in a cluster, any change made through another node), so the routines must
+/// be read again.
 pub(super) fn changes_routines(event: &StoredEvent) -> bool {
     matches!(
         event.kind.as_str(),
-        "routine.disabled" | "routine.enabled" | "routine.updated" | "routine.deleted"
+        "routine.created"
+            | "routine.disabled"
+            | "routine.enabled"
+            | "routine.updated"
+            | "routine.deleted"
     )
 }
 
