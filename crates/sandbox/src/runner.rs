@@ -198,6 +198,7 @@ impl Sandbox {
                 }
                 let read_only = read_only_roots(&workspace, &req.read_only, &hidden)?;
                 let spec = HelperSpec {
+                    protocol: crate::linux::spec::HELPER_PROTOCOL,
                     writable: writable_roots(&workspace, &self.policy.writable),
                     read_only,
                     workspace,

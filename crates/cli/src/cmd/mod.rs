@@ -29,6 +29,7 @@ mod replay;
 mod routines;
 mod run;
 pub mod sandbox;
+mod sandbox_works;
 mod secrets;
 mod serve;
 mod session;

@@ -23,20 +23,63 @@ const CANNOT_EXECUTE: u8 = 126;
 /// Exit code of `sandbox run` when the command was not found (as a shell).
 const NOT_FOUND: u8 = 127;
 
-/// How kernel backends start their helper: this very binary with `sandbox-exec`.
+/// The small helper program: the sandbox alone, a fraction of reef's size, so starting it for
+/// each command costs less than starting all of reef again. Built with the workspace
+/// (`cargo install --path crates/sandbox` installs it beside `reef`).
+pub const HELPER_PROGRAM: &str = "reef-sandbox-exec";
+
+/// How kernel backends start their helper: [`HELPER_PROGRAM`] beside this binary when it is
+/// there and safe to run, else this very binary with `sandbox-exec`.
 pub fn helper() -> anyhow::Result<HelperCommand> {
     let program = std::env::current_exe()
         .context("cannot find the reef executable to start the sandbox helper")?;
+    if let Some(small) = small_helper(&program) {
+        return Ok(HelperCommand {
+            program: small,
+            args: Vec::new(),
+        });
+    }
     Ok(HelperCommand {
         program,
         args: vec![HELPER_SUBCOMMAND.to_owned()],
     })
 }
 
+/// [`HELPER_PROGRAM`] in `reef`'s directory, if it is a regular file (not a link), executable,
+/// owned by this user or root, and writable by no one else: whoever could replace it could run
+/// anything outside the sandbox.
+fn small_helper(reef: &std::path::Path) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt as _;
+    let path = reef.parent()?.join(HELPER_PROGRAM);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    let me = rustix::process::geteuid().as_raw();
+    let owner_ok = meta.uid() == me || meta.uid() == 0;
+    let mode = meta.mode();
+    (meta.file_type().is_file() && owner_ok && mode & 0o022 == 0 && mode & 0o100 != 0)
+        .then_some(path)
+}
+
+/// The policy of a one-shot run: as every command's (`reef_agent::sandbox_policy`), without
+/// its self-test when one passed for this policy since the machine booted
+/// (`sandbox_works`).
+async fn one_shot_policy(config: &Config) -> anyhow::Result<(SandboxPolicy, Option<String>)> {
+    let policy = reef_agent::policy_from_config(config, Some(helper()?));
+    if policy.backend == reef_sandbox::SandboxBackend::Landlock
+        && super::sandbox_works::remembered(&config.home, &policy)
+    {
+        return Ok((policy, None));
+    }
+    let (tested, warning) = reef_agent::sandbox_policy(config, Some(helper()?)).await?;
+    if tested.backend == reef_sandbox::SandboxBackend::Landlock && warning.is_none() {
+        super::sandbox_works::remember(&config.home, &tested);
+    }
+    Ok((tested, warning))
+}
+
 pub async fn run(overrides: &[String], args: SandboxRunArgs) -> anyhow::Result<u8> {
     let mut config = home::load_config(overrides)?;
     apply_flags(&mut config, &args)?;
-    let (policy, warning) = reef_agent::sandbox_policy(&config, Some(helper()?)).await?;
+    let (policy, warning) = one_shot_policy(&config).await?;
     // `--backend none` on the command line is a deliberate choice; say nothing about it.
     if let Some(warning) = warning
         && args.backend != Some(BackendArg::None)
@@ -178,6 +221,10 @@ struct Status {
     limit_problems: Vec<String>,
     /// The backend tools actually get: the configured one, or `none` after a fallback.
     effective_backend: &'static str,
+    /// The program the kernel backend starts for each command (with its arguments).
+    helper: String,
+    /// Whether that is the small helper rather than reef itself.
+    small_helper: bool,
     /// What the kernel offers, one feature per line.
     probe: Vec<String>,
 }
@@ -193,7 +240,13 @@ struct LimitsView {
 
 pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
     let config = home::load_config(overrides)?;
-    let policy = reef_agent::policy_from_config(&config, Some(helper()?));
+    let helper = helper()?;
+    let small_helper = helper.args.is_empty();
+    let helper_line = std::iter::once(helper.program.display().to_string())
+        .chain(helper.args.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let policy = reef_agent::policy_from_config(&config, Some(helper));
     let sandbox = Sandbox::new(policy.clone());
     let test = sandbox.self_test().await;
     let s = &config.sandbox;
@@ -215,6 +268,8 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
         error: test.err().map(|e| e.to_string()),
         limit_problems: sandbox.limit_problems(),
         effective_backend: effective(&policy, works, s.required),
+        helper: helper_line,
+        small_helper,
         probe: reef_sandbox::probe().summary_lines(),
     };
     if json {
@@ -246,6 +301,14 @@ fn print_status(r: &Status) {
         Some(err) => println!("works:     NO: {err}"),
     }
     println!("tools get: {}", r.effective_backend);
+    if r.small_helper {
+        println!("helper:    {}", r.helper);
+    } else {
+        println!(
+            "helper:    {} (reef itself; {HELPER_PROGRAM} beside it starts faster)",
+            r.helper
+        );
+    }
     let domains = if r.allow_domains.is_empty() {
         String::new()
     } else {
@@ -266,5 +329,38 @@ fn print_status(r: &Status) {
     println!("this machine:");
     for line in &r.probe {
         println!("  {line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{HELPER_PROGRAM, small_helper};
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn the_small_helper_is_used_only_when_no_one_else_could_have_replaced_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let reef = dir.path().join("reef");
+        std::fs::write(&reef, "").unwrap();
+        assert_eq!(small_helper(&reef), None, "none beside reef");
+
+        let helper = dir.path().join(HELPER_PROGRAM);
+        std::fs::write(&helper, "").unwrap();
+        let with_mode = |mode: u32| {
+            std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(mode)).unwrap();
+            small_helper(&reef)
+        };
+        assert_eq!(with_mode(0o755), Some(helper.clone()));
+        assert_eq!(with_mode(0o644), None, "not executable");
+        assert_eq!(with_mode(0o775), None, "writable by the group");
+        assert_eq!(with_mode(0o757), None, "writable by anyone");
+
+        // A link in its place is not followed.
+        std::fs::remove_file(&helper).unwrap();
+        let real = dir.path().join("elsewhere");
+        std::fs::write(&real, "").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink(&real, &helper).unwrap();
+        assert_eq!(small_helper(&reef), None, "a link");
     }
 }

@@ -137,6 +137,19 @@ fn sandbox_run_default_backend_confines_writes_to_the_workspace() {
         .assert()
         .success();
     assert!(home.workspace().join("inside.txt").exists());
+    // The self-test passed and is remembered for this boot and policy: the runs below skip it
+    // and must confine all the same.
+    let record = std::fs::read_to_string(home.reef_home().join("sandbox-works")).unwrap();
+    assert!(record.starts_with("boot ") && record.contains("\npolicy "), "{record}");
+    let unconfined = TestHome::new();
+    reef(&unconfined)
+        .args(["sandbox", "run", "--backend", "none", "--", "true"])
+        .assert()
+        .success();
+    assert!(
+        !unconfined.reef_home().join("sandbox-works").exists(),
+        "no record without the landlock backend"
+    );
 
     let out = reef(&home)
         .args(["sandbox", "run", "--"])
@@ -212,6 +225,19 @@ fn sandbox_status_json_names_the_backend() {
     assert_eq!(report["limits"]["memory"], "2G");
     assert!(report["works"].is_boolean(), "{report}");
     assert!(!report["probe"].as_array().unwrap().is_empty(), "{report}");
+    // The small helper beside `reef` when the build put one there, else reef itself.
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_reef"));
+    let small = binary.with_file_name("reef-sandbox-exec");
+    if small.is_file() {
+        assert_eq!(report["small_helper"], true, "{report}");
+        assert_eq!(report["helper"], small.display().to_string());
+    } else {
+        assert_eq!(report["small_helper"], false, "{report}");
+        assert_eq!(
+            report["helper"],
+            format!("{} sandbox-exec", binary.display())
+        );
+    }
     let code = out.get_output().status.code();
     assert_eq!(
         code,

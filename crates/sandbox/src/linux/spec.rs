@@ -6,9 +6,18 @@ use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+/// The version of what reef and its helper say to each other. A helper that receives another
+/// refuses to run (a `reef-sandbox-exec` left from another build would otherwise apply a
+/// confinement it does not fully understand); unknown fields are refused for the same reason.
+/// Raise it whenever a field of the spec (or of `Limits`) changes or changes meaning.
+pub const HELPER_PROTOCOL: u32 = 1;
+
 /// The confinement of one command, as the helper receives it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HelperSpec {
+    /// [`HELPER_PROTOCOL`] of the reef that built the spec.
+    pub protocol: u32,
     /// The workspace (resolved): mounted read-write at the same path.
     pub workspace: PathBuf,
     /// Where the command starts, relative to the workspace; entered inside the sandbox.
@@ -81,8 +90,17 @@ pub fn decode(args: Vec<OsString>) -> Result<(HelperSpec, Vec<OsString>), String
             );
         }
     };
-    let spec: HelperSpec =
-        serde_json::from_str(&json).map_err(|e| format!("the policy is not valid: {e}"))?;
+    let spec: HelperSpec = serde_json::from_str(&json).map_err(|e| {
+        format!("the policy is not valid (is this helper from the same build as reef?): {e}")
+    })?;
+    if spec.protocol != HELPER_PROTOCOL {
+        return Err(format!(
+            "the policy is of protocol {}, this helper speaks {HELPER_PROTOCOL}: install the \
+             reef-sandbox-exec of the same build as reef, or remove it (reef then runs itself \
+             as the helper)",
+            spec.protocol
+        ));
+    }
     if it.next().is_none_or(|sep| sep != "--") {
         return Err("expected `--` before the command".into());
     }
@@ -91,4 +109,59 @@ pub fn decode(args: Vec<OsString>) -> Result<(HelperSpec, Vec<OsString>), String
         return Err("no command to run after `--`".into());
     }
     Ok((spec, command))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{HELPER_PROTOCOL, HelperSpec, decode, encode};
+    use crate::policy::{Limits, NetworkMode};
+    use std::ffi::OsString;
+
+    fn spec() -> HelperSpec {
+        HelperSpec {
+            protocol: HELPER_PROTOCOL,
+            workspace: "/work".into(),
+            cwd: "sub".into(),
+            writable: Vec::new(),
+            read_only: Vec::new(),
+            hidden: vec!["/secret".into()],
+            network: NetworkMode::None,
+            limits: Limits::default(),
+            cgroups: Vec::new(),
+            proxy_socket: None,
+            terminal: false,
+        }
+    }
+
+    /// `--policy JSON -- true` as the helper receives it.
+    fn args(json: &str) -> Vec<OsString> {
+        ["--policy", json, "--", "true"]
+            .into_iter()
+            .map(OsString::from)
+            .collect()
+    }
+
+    #[test]
+    fn a_spec_reads_back_as_it_was_written() {
+        let (json, rest) = encode(&spec(), "true", &[]).unwrap();
+        assert_eq!(rest, ["--policy-env", "--", "true"]);
+        let (back, command) = decode(args(&json)).unwrap();
+        assert_eq!(back, spec());
+        assert_eq!(command, [OsString::from("true")]);
+    }
+
+    #[test]
+    fn a_spec_from_another_protocol_or_with_unknown_fields_is_refused() {
+        let mut other = spec();
+        other.protocol = HELPER_PROTOCOL + 1;
+        let json = serde_json::to_string(&other).unwrap();
+        let err = decode(args(&json)).unwrap_err();
+        assert!(err.contains("this helper speaks"), "{err}");
+        assert!(err.contains("same build"), "{err}");
+
+        let mut value = serde_json::to_value(spec()).unwrap();
+        value["mask_everything"] = serde_json::json!(true);
+        let err = decode(args(&value.to_string())).unwrap_err();
+        assert!(err.contains("unknown field `mask_everything`"), "{err}");
+    }
 }
