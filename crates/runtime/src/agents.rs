@@ -175,6 +175,12 @@ impl Runtime {
         self.agent(name).await
     }
 
+    /// What confines the agent's commands (`worker::policy_summary`): its template's
+    /// `[sandbox]`, its domains narrowed by its capabilities, on the daemon's backend.
+    pub fn agent_sandbox(&self, record: &AgentRecord) -> serde_json::Value {
+        crate::worker::policy_summary(crate::worker::agent_sandbox(self, record).policy())
+    }
+
     /// No new turns until resumed; a turn in progress finishes.
     pub async fn pause_agent(&self, name: &str, reason: &str) -> Result<AgentRecord, RuntimeError> {
         self.set_state(name, AgentState::Paused, reason).await

@@ -29,6 +29,7 @@ pub use policy::{
 pub use probe::{Availability, CgroupVersion, Feature, IsolationReport, probe, probe_root};
 pub use proxy::{
     DomainAllowList, MAX_CONNECTIONS as MAX_PROXY_CONNECTIONS, NetProxy, NetRequest, NetVerdict,
+    narrow_domains,
 };
 pub use request::{ExecOutput, ExecRequest};
 pub use runner::{Sandbox, self_test};

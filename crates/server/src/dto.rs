@@ -42,6 +42,12 @@ pub struct AgentView {
     /// What was narrowed to fit inside the parent (spawn only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub clamped: Vec<String>,
+    /// What confines its commands (one agent only): backend, network and `allow_domains`
+    /// (its template's, narrowed to its capabilities' domains), `writable` paths besides the
+    /// workspace, and `limits` (null: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<std::collections::BTreeMap<String, serde_json::Value>>")]
+    pub sandbox: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -75,6 +81,7 @@ impl From<AgentRecord> for AgentView {
             created_at: a.created_at,
             updated_at: a.updated_at,
             clamped: Vec::new(),
+            sandbox: None,
         }
     }
 }

@@ -125,7 +125,11 @@ pub async fn spawn_agent(
 }
 
 pub async fn get_agent(State(s): State<AppState>, Path(name): Path<String>) -> Api<AgentView> {
-    Ok(Json(s.runtime.get_agent(&name).await?.into()))
+    let record = s.runtime.get_agent(&name).await?;
+    let sandbox = s.runtime.agent_sandbox(&record);
+    let mut view = AgentView::from(record);
+    view.sandbox = Some(sandbox);
+    Ok(Json(view))
 }
 
 pub async fn pause_agent(State(s): State<AppState>, Path(name): Path<String>) -> Api<AgentView> {

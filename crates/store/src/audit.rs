@@ -91,6 +91,7 @@ pub(crate) fn audit_view(kind: &str, data: &Value) -> Option<Value> {
         "operator.command"
         | "operator.refused"
         | "agent.spawned"
+        | "agent.sandbox"
         | "agent.destroyed"
         | "agent.updated"
         | "agent.model_changed"

@@ -62,6 +62,7 @@ pub async fn agent(overrides: &[String], command: AgentCommand) -> anyhow::Resul
                 println!("  session   {}", s(&agent, "session"));
                 println!("  tools     {}", agent["tools"]);
                 println!("  budget    {}", agent["budget"]);
+                println!("  sandbox   {}", sandbox_line(&agent["sandbox"]));
                 let inbox = c
                     .get(&format!(
                         "/v1/agents/{}/inbox?status=pending",
@@ -381,4 +382,58 @@ fn report(item: &Value, json: bool) {
             s(item, "answer")
         );
     }
+}
+
+/// An agent's sandbox in one line: backend, network (with its domains), writable paths
+/// besides the workspace, and the limits that apply.
+fn sandbox_line(sandbox: &Value) -> String {
+    let list = |v: &Value| {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    };
+    let mut line = format!(
+        "{}, network {}",
+        s(sandbox, "backend"),
+        s(sandbox, "network")
+    );
+    let domains = list(&sandbox["allow_domains"]);
+    if s(sandbox, "network") == "allowlist" {
+        line.push_str(&format!(
+            " ({})",
+            if domains.is_empty() {
+                "no domain"
+            } else {
+                domains.as_str()
+            }
+        ));
+    }
+    let writable = list(&sandbox["writable"]);
+    line.push_str(&format!(
+        ", writes the workspace{}",
+        if writable.is_empty() {
+            String::new()
+        } else {
+            format!(" and {writable}")
+        }
+    ));
+    let l = &sandbox["limits"];
+    let size = |v: &Value| {
+        v.as_u64()
+            .map_or("no limit".to_owned(), reef_config::format_size)
+    };
+    line.push_str(&format!(
+        ", memory {}, files {}, cpu {} s, {} processes, {} open files",
+        size(&l["memory_bytes"]),
+        size(&l["file_size_bytes"]),
+        l["cpu_secs"],
+        l["max_processes"],
+        l["open_files"]
+    ));
+    line
 }

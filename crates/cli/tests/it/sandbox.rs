@@ -140,7 +140,10 @@ fn sandbox_run_default_backend_confines_writes_to_the_workspace() {
     // The self-test passed and is remembered for this boot and policy: the runs below skip it
     // and must confine all the same.
     let record = std::fs::read_to_string(home.reef_home().join("sandbox-works")).unwrap();
-    assert!(record.starts_with("boot ") && record.contains("\npolicy "), "{record}");
+    assert!(
+        record.starts_with("boot ") && record.contains("\npolicy "),
+        "{record}"
+    );
     let unconfined = TestHome::new();
     reef(&unconfined)
         .args(["sandbox", "run", "--backend", "none", "--", "true"])
@@ -361,5 +364,131 @@ fn doctor_reports_the_active_landlock_backend() {
             .unwrap()
             .starts_with("landlock backend active"),
         "{isolation}"
+    );
+}
+
+/// A template allowing `127.0.0.1` (where the mock model listens) and `example.com` through
+/// the proxy, its agents granted the `domains` given.
+fn fetcher_template(home: &TestHome, name: &str, domains: &str) {
+    let dir = home.reef_home().join("templates");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{name}.toml")),
+        format!(
+            "description = \"fetches\"\npersona = \"Fetch.\"\n\
+             [capabilities]\ntools = [\"shell\"]\ndomains = {domains}\n\
+             [sandbox]\nnetwork = \"allowlist\"\nallow_domains = [\"127.0.0.1\", \"example.com\"]\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// Needs the landlock backend working on this machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_sandbox_is_its_templates_narrowed_to_its_capabilities_and_is_shown() {
+    use crate::daemon::{Daemon, daemon_home};
+    // Every turn fetches the mock's own address through the sandbox's proxy and prints the
+    // HTTP status it got: the proxy's 403, or the mock's answer.
+    let target = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let url = target.clone();
+    let mock = MockLlm::start_responder_blocking(std::sync::Arc::new(move |req| {
+        if req.ends_with_tool_result() {
+            return MockReply::text("fetched");
+        }
+        let command = format!(
+            "curl -s -o /dev/null -w 'status=%{{http_code}}' --max-time 20 {}/",
+            url.get().unwrap()
+        );
+        MockReply::tool_call("shell", serde_json::json!({ "command": command }))
+    }));
+    target.set(mock.base_url()).unwrap();
+    let home = daemon_home(&mock);
+    fetcher_template(&home, "narrow", "[\"example.com\"]");
+    fetcher_template(&home, "wide", "[\"*\"]");
+    let d = Daemon::start(&home).await;
+    for (name, template) in [("n", "narrow"), ("w", "wide")] {
+        d.post(
+            "/v1/agents",
+            serde_json::json!({"name": name, "template": template}),
+        )
+        .await;
+    }
+
+    // The narrowed agent may reach example.com alone; the other one both.
+    let narrow = d.get("/v1/agents/n").await;
+    assert_eq!(narrow["sandbox"]["network"], "allowlist", "{narrow}");
+    assert_eq!(
+        narrow["sandbox"]["allow_domains"],
+        serde_json::json!(["example.com"])
+    );
+    assert_eq!(narrow["sandbox"]["backend"], "landlock");
+    assert_eq!(narrow["sandbox"]["limits"]["max_processes"], 256);
+    let wide = d.get("/v1/agents/w").await;
+    assert_eq!(
+        wide["sandbox"]["allow_domains"],
+        serde_json::json!(["127.0.0.1", "example.com"])
+    );
+    let out = reef(&home)
+        .args(["agent", "status", "n"])
+        .assert()
+        .success();
+    assert!(
+        stdout_of(&out).contains(
+            "sandbox   landlock, network allowlist (example.com), writes the workspace, memory 2G"
+        ),
+        "{}",
+        stdout_of(&out)
+    );
+
+    // And the proxy holds each agent to it.
+    let mut seen = Vec::new();
+    for name in ["n", "w"] {
+        d.post(
+            &format!("/v1/agents/{name}/messages"),
+            serde_json::json!({"text": "fetch"}),
+        )
+        .await;
+        d.wait(
+            &format!("{name}'s turn"),
+            &format!("/v1/agents/{name}/inbox"),
+            |m| {
+                m.as_array()
+                    .is_some_and(|a| a.len() == 1 && a[0]["status"] == "done")
+            },
+        )
+        .await;
+        let requests = mock.requests();
+        let result = requests
+            .iter()
+            .rev()
+            .find(|r| r.ends_with_tool_result())
+            .map(|r| r.tool_results().join("\n"))
+            .unwrap();
+        seen.push(result);
+    }
+    assert!(seen[0].contains("status=403"), "narrowed: {}", seen[0]);
+    assert!(
+        seen[1].contains("status=") && !seen[1].contains("status=403"),
+        "granted every domain: {}",
+        seen[1]
+    );
+
+    // What confined each session is in the history and the audit log.
+    let events = d.get("/v1/events?kind=agent.sandbox&limit=100").await;
+    let narrowed: Vec<&serde_json::Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["data"]["allow_domains"] == serde_json::json!(["example.com"]))
+        .collect();
+    assert_eq!(narrowed.len(), 1, "{events:#}");
+    let out = reef(&home)
+        .args(["audit", "query", "--kind", "agent.sandbox", "--json"])
+        .assert()
+        .success();
+    assert!(
+        stdout_of(&out).contains("example.com"),
+        "{}",
+        stdout_of(&out)
     );
 }

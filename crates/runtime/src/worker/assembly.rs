@@ -40,6 +40,14 @@ pub(super) async fn open(
     let model = model_for(rt, record.model.as_deref()).map_err(fatal)?;
     // One sandbox for the agent's built-in tools and its skills: one cgroup, one network log.
     let sandbox = sandbox_for(rt, record);
+    // What confines its commands from now on, in the history and the audit log.
+    super::record::event(
+        rt,
+        &record.id,
+        "agent.sandbox",
+        policy_summary(sandbox.sandbox.policy()),
+    )
+    .await;
     let tools = Arc::new(registry_in(rt, record, Some(ctx), &sandbox).map_err(fatal)?);
     let skills = skills_in(rt, record, &sandbox, tools.secrets());
     let store = rt.store().clone();
@@ -162,13 +170,15 @@ struct AgentSandbox {
     sandbox: Arc<Sandbox>,
 }
 
-/// The agent's sandbox: `[sandbox]` with its template's changes, on the backend the daemon's
-/// self-test chose.
+/// The agent's sandbox: `[sandbox]` with its template's changes, the domains it may reach
+/// narrowed to those its capabilities grant, on the backend the daemon's self-test chose.
 fn sandbox_for(rt: &Runtime, record: &AgentRecord) -> AgentSandbox {
     let mut config = rt.config().clone();
     if let Some(template) = rt.templates().get(&record.template) {
         config.sandbox = template.sandbox.apply(&config.sandbox);
     }
+    config.sandbox.allow_domains =
+        reef_sandbox::narrow_domains(&config.sandbox.allow_domains, &record.capabilities.domains);
     let mut policy = reef_agent::policy_from_config(&config, rt.inner.policy.helper.clone());
     // The self-test ran once at start; a fallback applies to every agent.
     policy.backend = rt.inner.policy.backend;
@@ -228,6 +238,30 @@ fn mcp_for(rt: &Runtime, record: &AgentRecord) -> Option<reef_mcp::McpAccess> {
         }
     }
     (!servers.is_empty()).then_some(reef_mcp::McpAccess { hub, servers })
+}
+
+/// What a sandbox policy lets a command do, as the API, `reef agent status` and the
+/// `agent.sandbox` event show it: backend, network and domains, writable paths (besides the
+/// workspace) and limits (null: none).
+pub(crate) fn policy_summary(policy: &reef_sandbox::SandboxPolicy) -> serde_json::Value {
+    let l = &policy.limits;
+    serde_json::json!({
+        "backend": policy.backend.as_str(),
+        "network": match policy.network {
+            reef_sandbox::NetworkMode::None => "none",
+            reef_sandbox::NetworkMode::Allowlist => "allowlist",
+            reef_sandbox::NetworkMode::Full => "full",
+        },
+        "allow_domains": policy.allow_domains,
+        "writable": policy.writable,
+        "limits": {
+            "memory_bytes": l.memory_bytes,
+            "file_size_bytes": l.file_size_bytes,
+            "cpu_secs": l.cpu_secs,
+            "max_processes": l.max_processes,
+            "open_files": l.open_files,
+        },
+    })
 }
 
 /// The sandbox the agent's commands run in (a new session of the same policy).

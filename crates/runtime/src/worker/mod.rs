@@ -14,7 +14,7 @@ pub(crate) use outcome::reap_if_done;
 pub(crate) mod record;
 mod turn;
 
-pub(crate) use assembly::{agent_sandbox, registry_for, skill_folders};
+pub(crate) use assembly::{agent_sandbox, policy_summary, registry_for, skill_folders};
 pub(crate) use control::Control;
 
 use crate::error::RuntimeError;

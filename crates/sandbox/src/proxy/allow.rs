@@ -39,6 +39,48 @@ impl DomainAllowList {
     }
 }
 
+/// The hosts both lists allow, as a list of the same form: `allowed` (the sandbox's
+/// `allow_domains`) narrowed to what `granted` (an agent's capability `domains`, where `*` is
+/// anything) covers. An entry allowed and covered is kept; a granted entry narrower than an
+/// allowed one takes its place (`*.github.com` allowed, `api.github.com` granted: only
+/// `api.github.com`). The order of `allowed` is kept, then that of `granted`.
+pub fn narrow_domains(allowed: &[String], granted: &[String]) -> Vec<String> {
+    if granted.iter().any(|g| g.trim() == "*") {
+        return allowed.to_vec();
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |entry: &str| {
+        let entry = normalize(entry);
+        if !out.contains(&entry) {
+            out.push(entry);
+        }
+    };
+    for a in allowed {
+        if granted.iter().any(|g| covers(g, a)) {
+            push(a);
+        }
+    }
+    for g in granted {
+        if allowed.iter().any(|a| covers(a, g)) {
+            push(g);
+        }
+    }
+    out
+}
+
+/// Whether pattern `p` allows every host `q` allows (`*.x` covers `a.x` and `*.a.x`).
+fn covers(p: &str, q: &str) -> bool {
+    let (p, q) = (normalize(p), normalize(q));
+    if p == q {
+        return true;
+    }
+    let Some(suffix) = p.strip_prefix("*.") else {
+        return false;
+    };
+    let q = q.strip_prefix("*.").unwrap_or(&q);
+    q.ends_with(&format!(".{suffix}"))
+}
+
 /// Lower case, no trailing dot, no IPv6 brackets.
 fn normalize(host: &str) -> String {
     let host = host.trim().trim_end_matches('.');
@@ -51,7 +93,43 @@ fn normalize(host: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::DomainAllowList;
+    use super::{DomainAllowList, narrow_domains};
+
+    fn list(entries: &[&str]) -> Vec<String> {
+        entries.iter().map(|e| (*e).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_grant_narrows_the_allowed_domains_and_never_widens_them() {
+        let allowed = list(&["pypi.org", "*.github.com", "example.net"]);
+        assert_eq!(narrow_domains(&allowed, &list(&["*"])), allowed);
+        assert_eq!(
+            narrow_domains(&allowed, &list(&["api.github.com", "PyPI.org", "evil.com"])),
+            list(&["pypi.org", "api.github.com"]),
+            "only what both allow"
+        );
+        assert_eq!(
+            narrow_domains(&allowed, &list(&["*.github.com"])),
+            list(&["*.github.com"])
+        );
+        assert_eq!(
+            narrow_domains(&list(&["api.github.com"]), &list(&["*.github.com"])),
+            list(&["api.github.com"]),
+            "a wider grant keeps the narrower allowance"
+        );
+        assert_eq!(
+            narrow_domains(&list(&["*.github.com"]), &list(&["*.api.github.com"])),
+            list(&["*.api.github.com"])
+        );
+        assert!(
+            narrow_domains(&allowed, &[]).is_empty(),
+            "no grant, nothing"
+        );
+        assert!(
+            narrow_domains(&list(&["github.com"]), &list(&["*.github.com"])).is_empty(),
+            "*.x does not cover x itself"
+        );
+    }
 
     #[test]
     fn exact_suffix_and_address_entries() {

@@ -5,7 +5,7 @@
 mod allow;
 mod head;
 
-pub use allow::DomainAllowList;
+pub use allow::{DomainAllowList, narrow_domains};
 
 use head::{Refusal, Request};
 use reef_security::{AddressClass, classify_ip};
