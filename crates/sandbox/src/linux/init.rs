@@ -2,7 +2,7 @@
 //! reaps every process, and when the command ends kills whatever it left behind. When PID 1
 //! exits, the kernel kills every process left in the namespace, so nothing outlives a run.
 
-use super::{confine, mounts, relay, spec::HelperSpec, sys};
+use super::{as_root::Trees, confine, mounts, relay, spec::HelperSpec, sys};
 use crate::policy::NetworkMode;
 use nix::sys::prctl;
 use nix::sys::signal::{Signal, kill};
@@ -18,7 +18,11 @@ pub(crate) const SETUP_FAILED: i32 = 125;
 pub(crate) const EXEC_FAILED: i32 = 127;
 
 /// Runs as PID 1; returns the exit code for the helper.
-pub(crate) fn run(spec: &HelperSpec, command: &[OsString]) -> Result<i32, String> {
+pub(crate) fn run(
+    spec: &HelperSpec,
+    command: &[OsString],
+    trees: Option<&Trees>,
+) -> Result<i32, String> {
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| format!("set the parent-death signal: {e}"))?;
     sethostname("reef-sandbox").map_err(|e| format!("sethostname: {e}"))?;
@@ -28,6 +32,7 @@ pub(crate) fn run(spec: &HelperSpec, command: &[OsString]) -> Result<i32, String
         &spec.read_only,
         &spec.hidden,
         spec.proxy_socket.as_deref(),
+        trees,
     )?;
     // In allowlist mode the namespace gets a loopback with the proxy relay on it; binding must
     // happen before Landlock, which leaves the command only `connect` to that port.

@@ -15,6 +15,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+use super::as_root::Trees;
 use crate::hidden::READ_ONLY_IN_WORKSPACE as READ_ONLY;
 /// Pinned in place (bound onto itself) so that it cannot be renamed away and replaced while
 /// its read-only parts are mounted.
@@ -122,7 +123,11 @@ pub(crate) fn plan(
 
 /// Applies `layers` to the view being built at `base` (not yet the root). Masks that have
 /// something bound beneath them stay writable until [`seal`] makes them read-only.
-pub(crate) fn apply(base: &Path, layers: &[Layer]) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn apply(
+    base: &Path,
+    layers: &[Layer],
+    trees: Option<&Trees>,
+) -> Result<Vec<PathBuf>, String> {
     let root = rustix::fs::open(
         base,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -148,8 +153,11 @@ pub(crate) fn apply(base: &Path, layers: &[Layer]) -> Result<Vec<PathBuf>, Strin
                     mask(root.as_fd(), rel, &layer.path)?;
                 }
             }
-            Kind::Bind => bind_host(root.as_fd(), rel, &layer.path, &open_masks, false)?,
-            Kind::BindReadOnly => bind_host(root.as_fd(), rel, &layer.path, &open_masks, true)?,
+            Kind::Bind | Kind::BindReadOnly => {
+                let read_only = layer.kind == Kind::BindReadOnly;
+                let tree = trees.and_then(|t| t.get(&layer.path));
+                bind_host(root.as_fd(), rel, &layer.path, &open_masks, read_only, tree)?;
+            }
             Kind::Pin => self_bind(root.as_fd(), rel, &layer.path, false)?,
             Kind::ReadOnly => self_bind(root.as_fd(), rel, &layer.path, true)?,
         }
@@ -327,7 +335,23 @@ fn bind_host(
     shown: &Path,
     open_masks: &[PathBuf],
     read_only: bool,
+    tree: Option<BorrowedFd<'_>>,
 ) -> Result<(), String> {
+    // A root helper opened the path already, idmapped (`as_root`): mount that tree.
+    if let Some(tree) = tree {
+        let stat = rustix::fs::fstat(tree).map_err(|e| format!("stat {}: {e}", shown.display()))?;
+        let is_dir =
+            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
+        let mode = if open_masks.iter().any(|m| shown.starts_with(m)) {
+            0o111
+        } else {
+            0o755
+        };
+        let (parent, name) = ensure_parent(root, rel, mode)?;
+        let target = ensure_child(parent.as_fd(), name, is_dir, mode, shown)?;
+        attach_fd(tree, target.as_fd(), shown)?;
+        return remount(parent.as_fd(), name, read_only, shown);
+    }
     // reef resolved the path (`shown` has no link in it): a link now means something changed it
     // meanwhile, and the helper refuses rather than mount what the link leads to.
     let host_root = rustix::fs::open("/", OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
@@ -363,6 +387,35 @@ fn bind_host(
     )
     .map_err(|e| format!("bind {}: {e}", shown.display()))?;
     remount(parent.as_fd(), name, read_only, shown)
+}
+
+/// Mounts the detached tree `tree` (see `as_root`) on the file or directory `target`.
+pub(crate) fn attach(tree: BorrowedFd<'_>, target: &Path, shown: &Path) -> Result<(), String> {
+    let target = rustix::fs::open(
+        target,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        format!(
+            "open {} to mount {}: {e}",
+            target.display(),
+            shown.display()
+        )
+    })?;
+    attach_fd(tree, target.as_fd(), shown)
+}
+
+fn attach_fd(tree: BorrowedFd<'_>, target: BorrowedFd<'_>, shown: &Path) -> Result<(), String> {
+    rustix::mount::move_mount(
+        tree,
+        "",
+        target,
+        "",
+        rustix::mount::MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH
+            | rustix::mount::MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
+    )
+    .map_err(|e| format!("mount {}: {e}", shown.display()))
 }
 
 /// Binds a path of the view onto itself (`read_only` or not). Missing, or reached through a

@@ -2,6 +2,7 @@
 //! `reef-sandbox-exec` program) confines itself and then runs the command, so reef itself is
 //! never confined. See `init` for PID 1 and `mounts`/`confine` for the layers.
 
+mod as_root;
 pub(crate) mod cgroup;
 mod confine;
 mod init;
@@ -43,12 +44,21 @@ fn outer(args: Vec<OsString>) -> Result<i32, String> {
     // If reef dies, the helper dies, and with it PID 1 and the whole sandbox.
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| format!("set the parent-death signal: {e}"))?;
-    let (uid, gid) = (geteuid().as_raw(), getegid().as_raw());
+    // As root: the paths the command may use, opened and idmapped while still root.
+    let mut writable: Vec<&std::path::Path> = vec![spec.workspace.as_path()];
+    writable.extend(spec.writable.iter().map(std::path::PathBuf::as_path));
+    writable.extend(spec.proxy_socket.as_deref());
+    let read_only: Vec<&std::path::Path> = spec.read_only.iter().map(|p| p.as_path()).collect();
+    let trees = as_root::prepare(&writable, &read_only)?;
     // Join the session's cgroups while still in the host's user namespace. The session lists
     // only cgroups it did set up (it recorded the controllers it could not), so failing to
     // join one means a limit would silently not apply: refuse instead.
     cgroup::join(&spec.cgroups)?;
-    confined(&spec, &command, uid, gid)
+    if trees.is_some() {
+        as_root::drop_root()?;
+    }
+    let (uid, gid) = (geteuid().as_raw(), getegid().as_raw());
+    confined(&spec, &command, uid, gid, trees.as_ref())
 }
 
 /// Waits for `child` and turns its end into an exit code (128 + signal when killed).
@@ -69,6 +79,7 @@ fn confined(
     command: &[OsString],
     uid: u32,
     gid: u32,
+    trees: Option<&as_root::Trees>,
 ) -> Result<i32, String> {
     let mut flags = CloneFlags::CLONE_NEWUSER
         | CloneFlags::CLONE_NEWNS
@@ -87,7 +98,7 @@ fn confined(
     confine::write_id_maps((0, uid), (0, gid))?;
     match sys::fork_process().map_err(|e| format!("fork PID 1: {e}"))? {
         ForkResult::Child => {
-            let code = match init::run(spec, command) {
+            let code = match init::run(spec, command, trees) {
                 Ok(code) => code,
                 Err(message) => {
                     let _ = writeln!(std::io::stderr(), "reef-sandbox: {message}");

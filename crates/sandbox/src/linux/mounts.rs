@@ -4,6 +4,7 @@
 //! host (home directories, /root, /run, /var, /srv…) exists. The request's own layers
 //! (workspace, writable paths, hidden paths, protected workspace files) are in `layers`.
 
+use super::as_root::Trees;
 use super::layers;
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use nix::sys::statvfs::{FsFlags, statvfs};
@@ -59,6 +60,7 @@ pub(crate) fn enter_view(
     read_only: &[PathBuf],
     hidden: &[PathBuf],
     proxy_socket: Option<&Path>,
+    trees: Option<&Trees>,
 ) -> Step {
     step(
         "make mounts private",
@@ -111,7 +113,7 @@ pub(crate) fn enter_view(
     )?;
     make_dev(base)?;
     if let Some(socket) = proxy_socket {
-        bind_socket(base, socket)?;
+        bind_socket(base, socket, trees)?;
     }
     let proc_dir = base.join("proc");
     io("create", &proc_dir, fs::create_dir_all(&proc_dir))?;
@@ -127,7 +129,11 @@ pub(crate) fn enter_view(
         ),
     )?;
     protect_proc(&proc_dir)?;
-    let open_masks = layers::apply(base, &layers::plan(workspace, writable, read_only, hidden))?;
+    let open_masks = layers::apply(
+        base,
+        &layers::plan(workspace, writable, read_only, hidden),
+        trees,
+    )?;
     layers::seal(base, &open_masks)?;
 
     let old = base.join(".old-root");
@@ -210,13 +216,16 @@ fn bind_system(base: &Path, path: &Path) -> Step {
 }
 
 /// Binds the host proxy's unix socket at `PROXY_SOCKET_INSIDE`.
-fn bind_socket(base: &Path, socket: &Path) -> Step {
+fn bind_socket(base: &Path, socket: &Path, trees: Option<&Trees>) -> Step {
     let inside = Path::new(super::spec::PROXY_SOCKET_INSIDE);
     let target = base.join(inside.strip_prefix("/").unwrap_or(inside));
     if let Some(parent) = target.parent() {
         io("create", parent, fs::create_dir_all(parent))?;
     }
     io("create", &target, fs::write(&target, b""))?;
+    if let Some(tree) = trees.and_then(|t| t.get(socket)) {
+        return layers::attach(tree, &target, socket);
+    }
     step(
         "bind the proxy socket",
         socket,

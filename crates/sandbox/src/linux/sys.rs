@@ -1,5 +1,5 @@
 //! The audited unsafe corner of reef: `fork` in the sandbox helper, the Landlock version
-//! query, bringing up loopback in a new network namespace, `setsid` between fork and exec
+//! query, idmapping a detached mount (`mount_setattr`, for a reef running as root), bringing up loopback in a new network namespace, `setsid` between fork and exec
 //! of every command reef starts, and a pseudo-terminal: taken as controlling terminal, and its
 //! controlling side registered with tokio.
 //!
@@ -51,6 +51,51 @@ pub(crate) fn fork_process() -> nix::Result<ForkResult> {
     // SAFETY: the helper process is single-threaded when it forks (it is exec'd fresh and
     // starts no threads), so the child cannot inherit locks held by other threads.
     unsafe { fork() }
+}
+
+/// Makes the detached mount tree `tree` (from `open_tree(OPEN_TREE_CLONE)`) idmapped through
+/// the user namespace `userns`, recursively, and read-only when `read_only`.
+pub(crate) fn idmap_tree(
+    tree: std::os::fd::BorrowedFd<'_>,
+    userns: std::os::fd::BorrowedFd<'_>,
+    read_only: bool,
+) -> Result<(), nix::errno::Errno> {
+    use std::os::fd::AsRawFd;
+    /// `struct mount_attr` of `<linux/mount.h>`.
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
+    const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+    const AT_RECURSIVE: libc::c_int = 0x8000;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_IDMAP | if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: u64::try_from(userns.as_raw_fd()).map_err(|_| nix::errno::Errno::EBADF)?,
+    };
+    // SAFETY: `attr` is a live, correctly laid out `struct mount_attr` whose size is passed
+    // with it, the path is an empty NUL-terminated string (AT_EMPTY_PATH: `tree` itself), and
+    // both descriptors are borrowed for the call; the kernel only reads these.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH | AT_RECURSIVE,
+            std::ptr::from_ref(&attr),
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if ret < 0 {
+        Err(nix::errno::Errno::last())
+    } else {
+        Ok(())
+    }
 }
 
 /// The Landlock ABI version the running kernel supports, or the errno explaining why none

@@ -78,3 +78,49 @@ async fn setuid_binaries_do_not_raise_privileges() {
         show(&out)
     );
 }
+
+/// A file only root may read (`0600`, owned by root) where the view shows it, removed on drop.
+struct RootOnlyFile(PathBuf);
+
+impl Drop for RootOnlyFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn a_root_only_file_of_the_host_is_unreadable_when_reef_runs_as_root() {
+    if !nix::unistd::geteuid().is_root() {
+        // Run as any other user, the command is that user, and reads what the user may.
+        eprintln!("skipped: reef does not run as root here");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    let fx = Fixture::new();
+    // In /etc, which every sandbox shows read-only.
+    let secret = RootOnlyFile(PathBuf::from(format!(
+        "/etc/reef-escape-root-only-{}",
+        std::process::id()
+    )));
+    std::fs::write(&secret.0, SECRET).unwrap();
+    std::fs::set_permissions(&secret.0, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // Observed: "cat: /etc/reef-escape-root-only-N: Permission denied" (exit 1).
+    let out = fx.run(&format!("cat {}", secret.0.display())).await;
+    assert_fails_with(&out, "cat a root-only file", &["Permission denied"]);
+    assert!(!out.stdout.contains(SECRET.trim()), "{}", show(&out));
+    // The host's own (0640 root:shadow on Debian) shows nothing either: masked, or refused.
+    let out = fx.run("cat /etc/shadow").await;
+    assert!(!out.stdout.contains("root:"), "{}", show(&out));
+    // Yet the workspace is the command's to write, and what it writes is root's on the host.
+    let out = fx
+        .run("echo made > made.txt && id -u && stat -c %u made.txt")
+        .await;
+    assert_eq!(out.exit_code, Some(0), "{}", show(&out));
+    assert_eq!(out.stdout, "1000\n1000\n", "{}", show(&out));
+    let made = std::fs::metadata(fx.ws.join("made.txt")).unwrap();
+    assert_eq!(made.uid(), 0, "written as root on the host");
+    assert_eq!(
+        std::fs::read_to_string(fx.ws.join("made.txt")).unwrap(),
+        "made\n"
+    );
+}

@@ -1,0 +1,178 @@
+//! A sandbox for a reef that runs as root. Mapped into its user namespaces as is, the command
+//! would act on host files as host root: the owner of every root-only file, able to read
+//! `0600` keys anywhere the view shows. So a root helper gives the command an unprivileged
+//! host id instead ([`HOST_ID`], which owns nothing), and shows it the paths it must write or
+//! read (the workspace, `sandbox.writable`, the request's read-only folders, the proxy's
+//! socket) through idmapped mounts in which host root's files appear as that id's: the command
+//! writes its workspace, its files land on disk as root's, and every other root-only file of
+//! the host is out of its reach. The trees are opened and idmapped while the helper is still
+//! root (only root may idmap a host file system, and only root can reach paths under
+//! `/root`); then it drops to [`HOST_ID`] and builds the sandbox exactly as for any user,
+//! mounting those trees where it would have bound the paths.
+
+use super::sys;
+use nix::sys::prctl;
+use nix::sys::signal::Signal;
+use nix::sys::wait::waitpid;
+use nix::unistd::{ForkResult, Gid, Uid, geteuid, pipe, read, setgroups, setresgid, setresuid};
+use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
+use rustix::io::Errno;
+use rustix::mount::{OpenTreeFlags, open_tree};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+/// The host uid and gid a root helper's command runs as: unprivileged, and the owner of no
+/// file (it is not in the password database; anything it creates outside the idmapped
+/// paths lives in the sandbox's private `/tmp`).
+pub(crate) const HOST_ID: u32 = 0x7fff_0000;
+
+/// The idmapped trees of a root helper, by the host path they show.
+#[derive(Default)]
+pub(crate) struct Trees(Vec<(PathBuf, OwnedFd)>);
+
+impl Trees {
+    /// The tree to mount at `path`, if the helper opened one.
+    pub(crate) fn get(&self, path: &Path) -> Option<BorrowedFd<'_>> {
+        self.0
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, fd)| fd.as_fd())
+    }
+}
+
+/// When this helper runs as root: the idmapped trees of the paths the command may use
+/// (`writable` read-write, `read_only` read-only), which must be opened now, while it is root.
+/// `None` for any other user, who builds the sandbox with plain bind mounts.
+pub(crate) fn prepare(writable: &[&Path], read_only: &[&Path]) -> Result<Option<Trees>, String> {
+    if !geteuid().is_root() {
+        return Ok(None);
+    }
+    let userns = idmapping(HOST_ID)?;
+    let mut trees = Trees::default();
+    for (paths, read_only) in [(writable, false), (read_only, true)] {
+        for path in paths {
+            if trees.get(path).is_some() {
+                continue;
+            }
+            let Some(tree) = open_idmapped(path, userns.as_fd(), read_only)? else {
+                continue;
+            };
+            trees.0.push((path.to_path_buf(), tree));
+        }
+    }
+    Ok(Some(trees))
+}
+
+/// Drops from root to [`HOST_ID`] for good (no supplementary groups, every uid and gid), and
+/// restores what a change of credentials resets: the parent-death signal, and dumpability
+/// (without which this process could not write its own user namespace's maps).
+pub(crate) fn drop_root() -> Result<(), String> {
+    let (uid, gid) = (Uid::from_raw(HOST_ID), Gid::from_raw(HOST_ID));
+    setgroups(&[]).map_err(|e| format!("drop supplementary groups: {e}"))?;
+    setresgid(gid, gid, gid).map_err(|e| format!("set the gid to {HOST_ID}: {e}"))?;
+    setresuid(uid, uid, uid).map_err(|e| format!("set the uid to {HOST_ID}: {e}"))?;
+    if geteuid().is_root() {
+        return Err("still root after dropping to the sandbox's id".into());
+    }
+    prctl::set_dumpable(true).map_err(|e| format!("set dumpable: {e}"))?;
+    prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| format!("set the parent-death signal: {e}"))
+}
+
+/// Opens `path` (resolved by reef: a link in it now means it changed, and is refused) as a
+/// detached copy of its mounts, idmapped so that host root's files show as [`HOST_ID`]'s.
+/// `None` when the path does not exist on this host.
+fn open_idmapped(
+    path: &Path,
+    userns: BorrowedFd<'_>,
+    read_only: bool,
+) -> Result<Option<OwnedFd>, String> {
+    let host_root = rustix::fs::open("/", OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| format!("open / to mount {}: {e}", path.display()))?;
+    let rel = path.strip_prefix("/").unwrap_or(path);
+    let source = match openat2(
+        &host_root,
+        rel,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(Errno::LOOP) => {
+            return Err(format!(
+                "{} was replaced by a symbolic link while the sandbox was being built",
+                path.display()
+            ));
+        }
+        Err(e) => return Err(format!("open {} to mount it: {e}", path.display())),
+    };
+    let tree = open_tree(
+        &source,
+        "",
+        OpenTreeFlags::OPEN_TREE_CLONE
+            | OpenTreeFlags::OPEN_TREE_CLOEXEC
+            | OpenTreeFlags::AT_EMPTY_PATH
+            | OpenTreeFlags::AT_RECURSIVE,
+    )
+    .map_err(|e| format!("open {} as a mount tree: {e}", path.display()))?;
+    sys::idmap_tree(tree.as_fd(), userns, read_only).map_err(|e| {
+        format!(
+            "idmap {} for the sandbox's user: {e} (reef runs as root, and its sandbox shows \
+             the workspace through an idmapped mount: this needs Linux 5.12 or later and a \
+             file system that supports it, such as ext4, xfs, btrfs or tmpfs)",
+            path.display()
+        )
+    })?;
+    Ok(Some(tree))
+}
+
+/// A user namespace whose map makes id 0 the host's `id`, for idmapped mounts: a child made
+/// only to own it unshares, its maps are written from here (as root), and it exits once the
+/// namespace is open.
+fn idmapping(id: u32) -> Result<OwnedFd, String> {
+    let (ready_read, ready_write) = pipe().map_err(|e| format!("pipe: {e}"))?;
+    let (done_read, done_write) = pipe().map_err(|e| format!("pipe: {e}"))?;
+    match sys::fork_process().map_err(|e| format!("fork for the idmapping: {e}"))? {
+        ForkResult::Child => {
+            drop((ready_read, done_write));
+            let code = match nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWUSER) {
+                Ok(()) => {
+                    let _ = nix::unistd::write(&ready_write, b"u");
+                    // Until the parent has opened the namespace (it closes its end).
+                    let mut byte = [0u8; 1];
+                    let _ = read(&done_read, &mut byte);
+                    0
+                }
+                Err(_) => 1,
+            };
+            std::process::exit(code);
+        }
+        ForkResult::Parent { child } => {
+            drop((ready_write, done_read));
+            let mut byte = [0u8; 1];
+            let opened = match read(&ready_read, &mut byte) {
+                Ok(1) => {
+                    let proc_dir = format!("/proc/{child}");
+                    let write = |file: &str| {
+                        std::fs::write(format!("{proc_dir}/{file}"), format!("0 {id} 1\n"))
+                            .map_err(|e| format!("write {file} of the idmapping: {e}"))
+                    };
+                    write("uid_map")
+                        .and_then(|()| write("gid_map"))
+                        .and_then(|()| {
+                            rustix::fs::open(
+                                format!("{proc_dir}/ns/user"),
+                                OFlags::RDONLY | OFlags::CLOEXEC,
+                                Mode::empty(),
+                            )
+                            .map_err(|e| format!("open the idmapping's namespace: {e}"))
+                        })
+                }
+                _ => Err("the idmapping's process could not unshare a user namespace".into()),
+            };
+            drop(done_write);
+            let _ = waitpid(child, None);
+            opened
+        }
+    }
+}
