@@ -14,7 +14,7 @@ use super::sys;
 use nix::sys::prctl;
 use nix::sys::signal::Signal;
 use nix::sys::wait::waitpid;
-use nix::unistd::{ForkResult, Gid, Uid, geteuid, pipe, read, setgroups, setresgid, setresuid};
+use nix::unistd::{ForkResult, Gid, Uid, pipe, read, setgroups, setresgid, setresuid};
 use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
 use rustix::io::Errno;
 use rustix::mount::{OpenTreeFlags, open_tree};
@@ -40,11 +40,15 @@ impl Trees {
     }
 }
 
-/// When this helper runs as root: the idmapped trees of the paths the command may use
-/// (`writable` read-write, `read_only` read-only), which must be opened now, while it is root.
-/// `None` for any other user, who builds the sandbox with plain bind mounts.
+/// When this helper runs as root: the trees of the host paths the view binds, which must be
+/// opened now, while it is root. `writable` ones are idmapped (the command writes them as
+/// [`HOST_ID`], and what it writes is root's); `read_only` ones are not, so that a root-only
+/// file in them stays unreadable. Only the paths the view itself binds from the host are
+/// given here (never one inside the workspace, which the command controls). `None` for any
+/// other user, who builds the sandbox with plain bind mounts.
 pub(crate) fn prepare(writable: &[&Path], read_only: &[&Path]) -> Result<Option<Trees>, String> {
-    if !geteuid().is_root() {
+    let ids = nix::unistd::getresuid().map_err(|e| format!("getresuid: {e}"))?;
+    if !(ids.real.is_root() || ids.effective.is_root() || ids.saved.is_root()) {
         return Ok(None);
     }
     let userns = idmapping(HOST_ID)?;
@@ -54,7 +58,8 @@ pub(crate) fn prepare(writable: &[&Path], read_only: &[&Path]) -> Result<Option<
             if trees.get(path).is_some() {
                 continue;
             }
-            let Some(tree) = open_idmapped(path, userns.as_fd(), read_only)? else {
+            let userns = (!read_only).then_some(userns.as_fd());
+            let Some(tree) = open_tree_of(path, userns, read_only)? else {
                 continue;
             };
             trees.0.push((path.to_path_buf(), tree));
@@ -67,23 +72,38 @@ pub(crate) fn prepare(writable: &[&Path], read_only: &[&Path]) -> Result<Option<
 /// restores what a change of credentials resets: the parent-death signal, and dumpability
 /// (without which this process could not write its own user namespace's maps).
 pub(crate) fn drop_root() -> Result<(), String> {
+    let parent = nix::unistd::getppid();
     let (uid, gid) = (Uid::from_raw(HOST_ID), Gid::from_raw(HOST_ID));
     setgroups(&[]).map_err(|e| format!("drop supplementary groups: {e}"))?;
     setresgid(gid, gid, gid).map_err(|e| format!("set the gid to {HOST_ID}: {e}"))?;
     setresuid(uid, uid, uid).map_err(|e| format!("set the uid to {HOST_ID}: {e}"))?;
-    if geteuid().is_root() {
+    let ids = nix::unistd::getresuid().map_err(|e| format!("getresuid: {e}"))?;
+    if ids.real.is_root() || ids.effective.is_root() || ids.saved.is_root() {
         return Err("still root after dropping to the sandbox's id".into());
     }
     prctl::set_dumpable(true).map_err(|e| format!("set dumpable: {e}"))?;
-    prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| format!("set the parent-death signal: {e}"))
+    prctl::set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| format!("set the parent-death signal: {e}"))?;
+    // reef may have died while the signal was unset: then no one would stop this sandbox.
+    if nix::unistd::getppid() != parent {
+        return Err("reef exited while the sandbox was being built".into());
+    }
+    Ok(())
+}
+
+/// Makes this process non-dumpable again once its user namespace's maps are written, so that
+/// no other process of [`HOST_ID`] (another sandbox's helper) may open its descriptors
+/// through `/proc`.
+pub(crate) fn seal() -> Result<(), String> {
+    prctl::set_dumpable(false).map_err(|e| format!("clear dumpable: {e}"))
 }
 
 /// Opens `path` (resolved by reef: a link in it now means it changed, and is refused) as a
-/// detached copy of its mounts, idmapped so that host root's files show as [`HOST_ID`]'s.
-/// `None` when the path does not exist on this host.
-fn open_idmapped(
+/// detached copy of its mounts, idmapped through `userns` when given (host root's files then
+/// show as [`HOST_ID`]'s), read-only when `read_only`. `None` when the path does not exist.
+fn open_tree_of(
     path: &Path,
-    userns: BorrowedFd<'_>,
+    userns: Option<BorrowedFd<'_>>,
     read_only: bool,
 ) -> Result<Option<OwnedFd>, String> {
     let host_root = rustix::fs::open("/", OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
@@ -115,11 +135,12 @@ fn open_idmapped(
             | OpenTreeFlags::AT_RECURSIVE,
     )
     .map_err(|e| format!("open {} as a mount tree: {e}", path.display()))?;
-    sys::idmap_tree(tree.as_fd(), userns, read_only).map_err(|e| {
+    sys::set_tree_attributes(tree.as_fd(), userns, read_only).map_err(|e| {
         format!(
             "idmap {} for the sandbox's user: {e} (reef runs as root, and its sandbox shows \
              the workspace through an idmapped mount: this needs Linux 5.12 or later and a \
-             file system that supports it, such as ext4, xfs, btrfs or tmpfs)",
+             file system that supports it: ext4, xfs or btrfs, tmpfs from Linux 6.3; not \
+             NFS or FUSE)",
             path.display()
         )
     })?;

@@ -105,6 +105,20 @@ pub(crate) fn rlimits(limits: &Limits) -> Result<(), String> {
     set(Resource::RLIMIT_CORE, Some(0), "core")
 }
 
+/// Calls that take a file mode, and which argument holds it: each fails with EPERM when the
+/// mode asks for the setuid or setgid bit.
+const MODE_ARGS: &[(i64, u8)] = &[
+    (libc::SYS_chmod, 1),
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (libc::SYS_fchmodat2, 2),
+    (libc::SYS_open, 2),
+    (libc::SYS_openat, 3),
+    (libc::SYS_creat, 1),
+    (libc::SYS_mknod, 1),
+    (libc::SYS_mknodat, 2),
+];
+
 /// Syscalls that fail with EPERM inside the sandbox.
 const DENIED: &[i64] = &[
     libc::SYS_ptrace,
@@ -205,6 +219,25 @@ pub(crate) fn seccomp(network: NetworkMode) -> Result<(), String> {
     })
     .collect::<Result<Vec<_>, String>>()?;
     rules.insert(libc::SYS_ioctl, ioctl_rules);
+    // No setuid or setgid file: on a root host the workspace is shown through an idmapped
+    // mount, where a file the command makes is root's on disk, and a set-id bit on it would
+    // hand root to whoever runs it outside. The mode is argument `arg` of each call.
+    for (nr, arg) in MODE_ARGS {
+        let set_id = [libc::S_ISUID, libc::S_ISGID]
+            .iter()
+            .map(|bit| {
+                let mode = SeccompCondition::new(
+                    *arg,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::MaskedEq(u64::from(*bit)),
+                    u64::from(*bit),
+                )
+                .map_err(err)?;
+                SeccompRule::new(vec![mode]).map_err(err)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        rules.insert(*nr, set_id);
+    }
     match network {
         NetworkMode::Full => {}
         // Only unix sockets: no TCP, UDP, raw or netlink traffic of any kind.
@@ -241,9 +274,13 @@ pub(crate) fn seccomp(network: NetworkMode) -> Result<(), String> {
         ARCH,
     )
     .map_err(|e| format!("seccomp: {e}"))?;
-    // clone3 passes its flags in memory, out of a filter's reach: make callers fall back to clone.
+    // clone3 passes its flags in memory, out of a filter's reach: make callers fall back to clone;
+    // openat2 its mode, likewise: callers fall back to openat.
     let clone3 = SeccompFilter::new(
-        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        BTreeMap::from([
+            (libc::SYS_clone3, Vec::new()),
+            (libc::SYS_openat2, Vec::new()),
+        ]),
         SeccompAction::Allow,
         SeccompAction::Errno(libc::ENOSYS as u32),
         ARCH,

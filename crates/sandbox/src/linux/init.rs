@@ -21,7 +21,7 @@ pub(crate) const EXEC_FAILED: i32 = 127;
 pub(crate) fn run(
     spec: &HelperSpec,
     command: &[OsString],
-    trees: Option<&Trees>,
+    trees: Option<Trees>,
 ) -> Result<i32, String> {
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| format!("set the parent-death signal: {e}"))?;
@@ -32,8 +32,11 @@ pub(crate) fn run(
         &spec.read_only,
         &spec.hidden,
         spec.proxy_socket.as_deref(),
-        trees,
+        trees.as_ref(),
     )?;
+    // Mounted: the command must not find them among PID 1's descriptors.
+    let as_root = trees.is_some();
+    drop(trees);
     // In allowlist mode the namespace gets a loopback with the proxy relay on it; binding must
     // happen before Landlock, which leaves the command only `connect` to that port.
     let relay = if spec.network == NetworkMode::Allowlist {
@@ -43,6 +46,9 @@ pub(crate) fn run(
         None
     };
     confine::drop_to_user()?;
+    if as_root {
+        super::as_root::seal()?;
+    }
     let mut writable: Vec<PathBuf> = vec![spec.workspace.clone(), "/tmp".into(), "/dev".into()];
     writable.extend(spec.writable.iter().cloned());
     confine::landlock(&writable, spec.network)?;

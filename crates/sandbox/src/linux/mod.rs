@@ -44,12 +44,23 @@ fn outer(args: Vec<OsString>) -> Result<i32, String> {
     // If reef dies, the helper dies, and with it PID 1 and the whole sandbox.
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| format!("set the parent-death signal: {e}"))?;
-    // As root: the paths the command may use, opened and idmapped while still root.
-    let mut writable: Vec<&std::path::Path> = vec![spec.workspace.as_path()];
-    writable.extend(spec.writable.iter().map(std::path::PathBuf::as_path));
+    // As root: the host paths the view binds, opened (and the writable ones idmapped) while
+    // still root; exactly those of the view's plan, none inside the workspace.
+    let plan = layers::plan(
+        &spec.workspace,
+        &spec.writable,
+        &spec.read_only,
+        &spec.hidden,
+    );
+    let bound = |kind: layers::Kind| -> Vec<&std::path::Path> {
+        plan.iter()
+            .filter(|l| l.kind == kind)
+            .map(|l| l.path.as_path())
+            .collect()
+    };
+    let mut writable = bound(layers::Kind::Bind);
     writable.extend(spec.proxy_socket.as_deref());
-    let read_only: Vec<&std::path::Path> = spec.read_only.iter().map(|p| p.as_path()).collect();
-    let trees = as_root::prepare(&writable, &read_only)?;
+    let trees = as_root::prepare(&writable, &bound(layers::Kind::BindReadOnly))?;
     // Join the session's cgroups while still in the host's user namespace. The session lists
     // only cgroups it did set up (it recorded the controllers it could not), so failing to
     // join one means a limit would silently not apply: refuse instead.
@@ -58,7 +69,7 @@ fn outer(args: Vec<OsString>) -> Result<i32, String> {
         as_root::drop_root()?;
     }
     let (uid, gid) = (geteuid().as_raw(), getegid().as_raw());
-    confined(&spec, &command, uid, gid, trees.as_ref())
+    confined(&spec, &command, uid, gid, trees)
 }
 
 /// Waits for `child` and turns its end into an exit code (128 + signal when killed).
@@ -79,7 +90,7 @@ fn confined(
     command: &[OsString],
     uid: u32,
     gid: u32,
-    trees: Option<&as_root::Trees>,
+    trees: Option<as_root::Trees>,
 ) -> Result<i32, String> {
     let mut flags = CloneFlags::CLONE_NEWUSER
         | CloneFlags::CLONE_NEWNS
@@ -107,6 +118,14 @@ fn confined(
             };
             std::process::exit(code);
         }
-        ForkResult::Parent { child } => wait_code(child, "PID 1"),
+        ForkResult::Parent { child } => {
+            // PID 1 (forked dumpable, to write its own maps) mounts the trees; this process
+            // has no use for them, and seals itself.
+            if trees.is_some() {
+                drop(trees);
+                as_root::seal()?;
+            }
+            wait_code(child, "PID 1")
+        }
     }
 }

@@ -53,11 +53,12 @@ pub(crate) fn fork_process() -> nix::Result<ForkResult> {
     unsafe { fork() }
 }
 
-/// Makes the detached mount tree `tree` (from `open_tree(OPEN_TREE_CLONE)`) idmapped through
-/// the user namespace `userns`, recursively, and read-only when `read_only`.
-pub(crate) fn idmap_tree(
+/// Sets the attributes of the detached mount tree `tree` (from `open_tree(OPEN_TREE_CLONE)`),
+/// recursively: idmapped through the user namespace `userns` when given, read-only when
+/// `read_only`.
+pub(crate) fn set_tree_attributes(
     tree: std::os::fd::BorrowedFd<'_>,
-    userns: std::os::fd::BorrowedFd<'_>,
+    userns: Option<std::os::fd::BorrowedFd<'_>>,
     read_only: bool,
 ) -> Result<(), nix::errno::Errno> {
     use std::os::fd::AsRawFd;
@@ -72,15 +73,23 @@ pub(crate) fn idmap_tree(
     const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
     const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
     const AT_RECURSIVE: libc::c_int = 0x8000;
+    let userns_fd = match userns {
+        Some(fd) => u64::try_from(fd.as_raw_fd()).map_err(|_| nix::errno::Errno::EBADF)?,
+        None => 0,
+    };
     let attr = MountAttr {
-        attr_set: MOUNT_ATTR_IDMAP | if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_set: if userns.is_some() {
+            MOUNT_ATTR_IDMAP
+        } else {
+            0
+        } | if read_only { MOUNT_ATTR_RDONLY } else { 0 },
         attr_clr: 0,
         propagation: 0,
-        userns_fd: u64::try_from(userns.as_raw_fd()).map_err(|_| nix::errno::Errno::EBADF)?,
+        userns_fd,
     };
     // SAFETY: `attr` is a live, correctly laid out `struct mount_attr` whose size is passed
     // with it, the path is an empty NUL-terminated string (AT_EMPTY_PATH: `tree` itself), and
-    // both descriptors are borrowed for the call; the kernel only reads these.
+    // the descriptors are borrowed for the call; the kernel only reads these.
     let ret = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,

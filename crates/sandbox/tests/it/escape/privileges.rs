@@ -124,3 +124,30 @@ async fn a_root_only_file_of_the_host_is_unreadable_when_reef_runs_as_root() {
         "made\n"
     );
 }
+
+#[tokio::test]
+async fn no_setuid_or_setgid_file_can_be_made() {
+    let fx = Fixture::new();
+    // Observed: "chmod: changing permissions of 'f': Operation not permitted" (seccomp).
+    let out = fx.run("touch f && chmod 4755 f").await;
+    assert_fails_with(&out, "chmod 4755", &["Operation not permitted"]);
+    let out = fx.run("chmod g+s f").await;
+    assert_fails_with(&out, "chmod g+s", &["Operation not permitted"]);
+    let out = fx
+        .run(
+            r#"python3 -c '
+import os
+os.open("made", os.O_CREAT | os.O_WRONLY, 0o6755)'"#,
+        )
+        .await;
+    assert_fails_with(&out, "open(O_CREAT, 06755)", &["Operation not permitted"]);
+    for name in ["f", "made"] {
+        if let Ok(meta) = std::fs::metadata(fx.ws.join(name)) {
+            assert_eq!(meta.mode() & 0o6000, 0, "{name} has a set-id bit");
+        }
+    }
+    // Ordinary modes still change.
+    let out = fx.run("chmod 700 f && stat -c %a f").await;
+    assert_eq!(out.exit_code, Some(0), "{}", show(&out));
+    assert_eq!(out.stdout, "700\n");
+}
