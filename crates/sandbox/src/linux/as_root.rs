@@ -41,11 +41,12 @@ impl Trees {
 }
 
 /// When this helper runs as root: the trees of the host paths the view binds, which must be
-/// opened now, while it is root. `writable` ones are idmapped (the command writes them as
-/// [`HOST_ID`], and what it writes is root's); `read_only` ones are not, so that a root-only
-/// file in them stays unreadable. Only the paths the view itself binds from the host are
-/// given here (never one inside the workspace, which the command controls). `None` for any
-/// other user, who builds the sandbox with plain bind mounts.
+/// opened now, while it is root, idmapped so that host root's files show as [`HOST_ID`]'s:
+/// `writable` ones read-write (what the command writes is root's on disk), `read_only` ones
+/// read-only (folders granted to it, such as a skill's or a git registry, which tools like git
+/// refuse to use when they belong to someone else). Only the paths the view itself binds from
+/// the host are given here (never one inside the workspace, which the command controls).
+/// `None` for any other user, who builds the sandbox with plain bind mounts.
 pub(crate) fn prepare(writable: &[&Path], read_only: &[&Path]) -> Result<Option<Trees>, String> {
     let ids = nix::unistd::getresuid().map_err(|e| format!("getresuid: {e}"))?;
     if !(ids.real.is_root() || ids.effective.is_root() || ids.saved.is_root()) {
@@ -58,8 +59,7 @@ pub(crate) fn prepare(writable: &[&Path], read_only: &[&Path]) -> Result<Option<
             if trees.get(path).is_some() {
                 continue;
             }
-            let userns = (!read_only).then_some(userns.as_fd());
-            let Some(tree) = open_tree_of(path, userns, read_only)? else {
+            let Some(tree) = open_tree_of(path, Some(userns.as_fd()), read_only)? else {
                 continue;
             };
             trees.0.push((path.to_path_buf(), tree));
