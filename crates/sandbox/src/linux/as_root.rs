@@ -15,8 +15,7 @@ use nix::sys::prctl;
 use nix::sys::signal::Signal;
 use nix::sys::wait::waitpid;
 use nix::unistd::{ForkResult, Gid, Uid, pipe, read, setgroups, setresgid, setresuid};
-use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
-use rustix::io::Errno;
+use rustix::fs::{Mode, OFlags};
 use rustix::mount::{OpenTreeFlags, open_tree};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -106,25 +105,8 @@ fn open_tree_of(
     userns: Option<BorrowedFd<'_>>,
     read_only: bool,
 ) -> Result<Option<OwnedFd>, String> {
-    let host_root = rustix::fs::open("/", OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| format!("open / to mount {}: {e}", path.display()))?;
-    let rel = path.strip_prefix("/").unwrap_or(path);
-    let source = match openat2(
-        &host_root,
-        rel,
-        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-    ) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) => return Ok(None),
-        Err(Errno::LOOP) => {
-            return Err(format!(
-                "{} was replaced by a symbolic link while the sandbox was being built",
-                path.display()
-            ));
-        }
-        Err(e) => return Err(format!("open {} to mount it: {e}", path.display())),
+    let Some(source) = super::layers::open_host(path)? else {
+        return Ok(None);
     };
     let tree = open_tree(
         &source,

@@ -194,8 +194,25 @@ fn relative(path: &Path) -> &Path {
 }
 
 /// `/proc/self/fd/N`: mounting onto it mounts onto the very file the descriptor holds.
-fn fd_path(fd: &OwnedFd) -> String {
-    format!("/proc/self/fd/{}", fd.as_raw_fd())
+fn fd_path(fd: impl AsFd) -> String {
+    format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd())
+}
+
+/// Opens the host path `shown` as an `O_PATH` descriptor. reef resolved it (it has no link
+/// in it): a link now means something changed it meanwhile, and it is refused rather than
+/// followed. `None` when it does not exist on this host.
+pub(crate) fn open_host(shown: &Path) -> Result<Option<OwnedFd>, String> {
+    let host_root = rustix::fs::open("/", OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| format!("open / to mount {}: {e}", shown.display()))?;
+    match beneath(host_root.as_fd(), relative(shown), OFlags::empty()) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::NOENT) => Ok(None),
+        Err(Errno::LOOP) => Err(format!(
+            "{} was replaced by a symbolic link while the sandbox was being built",
+            shown.display()
+        )),
+        Err(e) => Err(format!("open {} to mount it: {e}", shown.display())),
+    }
 }
 
 /// Opens `rel` beneath `root` as an `O_PATH` descriptor without following any link.
@@ -337,37 +354,19 @@ fn bind_host(
     read_only: bool,
     tree: Option<BorrowedFd<'_>>,
 ) -> Result<(), String> {
-    // A root helper opened the path already, idmapped (`as_root`): mount that tree.
-    if let Some(tree) = tree {
-        let stat = rustix::fs::fstat(tree).map_err(|e| format!("stat {}: {e}", shown.display()))?;
-        let is_dir =
-            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
-        let mode = if open_masks.iter().any(|m| shown.starts_with(m)) {
-            0o111
-        } else {
-            0o755
-        };
-        let (parent, name) = ensure_parent(root, rel, mode)?;
-        let target = ensure_child(parent.as_fd(), name, is_dir, mode, shown)?;
-        attach_fd(tree, target.as_fd(), shown)?;
-        return remount(parent.as_fd(), name, read_only, shown);
-    }
-    // reef resolved the path (`shown` has no link in it): a link now means something changed it
-    // meanwhile, and the helper refuses rather than mount what the link leads to.
-    let host_root = rustix::fs::open("/", OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| format!("open / to mount {}: {e}", shown.display()))?;
-    let source = match beneath(host_root.as_fd(), relative(shown), OFlags::empty()) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) => return Ok(()), // a configured path absent on this host
-        Err(Errno::LOOP) => {
-            return Err(format!(
-                "{} was replaced by a symbolic link while the sandbox was being built",
-                shown.display()
-            ));
-        }
-        Err(e) => return Err(format!("open {} to mount it: {e}", shown.display())),
+    // A root helper opened the path already, idmapped (`as_root`): mount that tree instead.
+    let opened;
+    let source = match tree {
+        Some(tree) => tree,
+        None => match open_host(shown)? {
+            Some(fd) => {
+                opened = fd;
+                opened.as_fd()
+            }
+            None => return Ok(()), // a configured path absent on this host
+        },
     };
-    let stat = rustix::fs::fstat(&source).map_err(|e| format!("stat {}: {e}", shown.display()))?;
+    let stat = rustix::fs::fstat(source).map_err(|e| format!("stat {}: {e}", shown.display()))?;
     let is_dir =
         rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
     // Directories created inside a mask are traversable only, like the mask itself.
@@ -378,14 +377,18 @@ fn bind_host(
     };
     let (parent, name) = ensure_parent(root, rel, mode)?;
     let target = ensure_child(parent.as_fd(), name, is_dir, mode, shown)?;
-    mount(
-        Some(fd_path(&source).as_str()),
-        fd_path(&target).as_str(),
-        None::<&str>,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        None::<&str>,
-    )
-    .map_err(|e| format!("bind {}: {e}", shown.display()))?;
+    if tree.is_some() {
+        attach_fd(source, target.as_fd(), shown)?;
+    } else {
+        mount(
+            Some(fd_path(source).as_str()),
+            fd_path(&target).as_str(),
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|e| format!("bind {}: {e}", shown.display()))?;
+    }
     remount(parent.as_fd(), name, read_only, shown)
 }
 
