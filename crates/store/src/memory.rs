@@ -181,6 +181,21 @@ pub(crate) fn parse_tags(raw: &str) -> Vec<String> {
     serde_json::from_str(raw).unwrap_or_default()
 }
 
+/// A hit from a row whose first seven columns are the chunk's item id, id, namespace, text,
+/// tags, source and creation time (every memory search selects them so), with `score`.
+pub(crate) fn hit_from_row(r: &crate::sql::Row<'_>, score: f64) -> crate::sql::Result<MemoryHit> {
+    Ok(MemoryHit {
+        item_id: r.get(0)?,
+        chunk_id: r.get(1)?,
+        namespace: r.get(2)?,
+        text: r.get(3)?,
+        tags: parse_tags(&r.get::<String>(4)?),
+        source: r.get(5)?,
+        created_at: r.get(6)?,
+        score,
+    })
+}
+
 impl Store {
     /// Stores a memory and its chunks in one transaction.
     pub async fn add_memory(
@@ -301,20 +316,9 @@ impl Store {
                     .query_map(
                         params![matcher, namespaces, query.since, tags, limit, window],
                         |r| {
-                            Ok(MemoryHit {
-                                item_id: r.get(0)?,
-                                chunk_id: r.get(1)?,
-                                namespace: r.get(2)?,
-                                text: r.get(3)?,
-                                tags: parse_tags(&r.get::<String>(4)?),
-                                source: r.get(5)?,
-                                created_at: r.get(6)?,
-                                score: if postgres {
-                                    r.get::<f64>(7)?
-                                } else {
-                                    -r.get::<f64>(7)?
-                                },
-                            })
+                            let score = r.get::<f64>(7)?;
+                            // BM25 is lower for better matches; ts_rank_cd higher.
+                            hit_from_row(r, if postgres { score } else { -score })
                         },
                     )?
                     .collect::<Result<Vec<_>, _>>()?;

@@ -6,7 +6,7 @@
 //! database instead.
 
 use crate::error::StoreError;
-use crate::memory::{MemoryHit, check_search_namespaces, json_list, parse_tags};
+use crate::memory::{MemoryHit, check_search_namespaces, hit_from_row, json_list};
 use crate::sql::{Dialect, TransactionBehavior, params};
 use crate::store::{Db, Store};
 use crate::vector_index::{Scan, VectorMatrix};
@@ -500,16 +500,7 @@ impl Store {
             let mut hits = stmt
                 .query_map(params![ids, query.since, tags], |r| {
                     let chunk_id: i64 = r.get(1)?;
-                    Ok(MemoryHit {
-                        item_id: r.get(0)?,
-                        chunk_id,
-                        namespace: r.get(2)?,
-                        text: r.get(3)?,
-                        tags: parse_tags(&r.get::<String>(4)?),
-                        source: r.get(5)?,
-                        created_at: r.get(6)?,
-                        score: f64::from(scores.get(&chunk_id).copied().unwrap_or(0.0)),
-                    })
+                    hit_from_row(r, f64::from(scores.get(&chunk_id).copied().unwrap_or(0.0)))
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
             hits.sort_by(|a, b| {

@@ -4,7 +4,7 @@
 //! tag and time filters in the same statement. Nothing is held in RAM.
 
 use crate::error::StoreError;
-use crate::memory::{MemoryHit, parse_tags};
+use crate::memory::{MemoryHit, hit_from_row};
 use crate::pg::vector_literal;
 use crate::sql::{Conn, OptionalExtension, TransactionBehavior, params};
 use crate::store::Db;
@@ -148,18 +148,7 @@ pub(crate) fn search(
                 tags,
                 limit
             ],
-            |r| {
-                Ok(MemoryHit {
-                    item_id: r.get(0)?,
-                    chunk_id: r.get(1)?,
-                    namespace: r.get(2)?,
-                    text: r.get(3)?,
-                    tags: parse_tags(&r.get::<String>(4)?),
-                    source: r.get(5)?,
-                    created_at: r.get(6)?,
-                    score: r.get(7)?,
-                })
-            },
+            |r| hit_from_row(r, r.get(7)?),
         )?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(hits)
