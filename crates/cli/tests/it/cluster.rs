@@ -4,7 +4,7 @@
 //! SIGKILLed, the other takes its agents over, runs the interrupted turn again, and every job
 //! takes effect exactly once.
 
-use crate::daemon::{Daemon, forwarder};
+use crate::daemon::{Daemon, forwarded, forwarder};
 use crate::reef;
 use reef_test_support::{Engines, MockLlm, TestHome};
 use serde_json::{Value, json};
@@ -104,17 +104,32 @@ pub(crate) async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     panic!("gave up waiting for {what}");
 }
 
+/// Two nodes, `n1` and `n2`, with `extra` appended to both configurations; `n2` gets the
+/// keys `n1` made.
+pub(crate) async fn two_nodes(
+    mock: &MockLlm,
+    engines: &Engines,
+    extra: &str,
+) -> ([TestHome; 2], [Daemon; 2]) {
+    let homes = [
+        node_home(mock, engines, "n1"),
+        node_home(mock, engines, "n2"),
+    ];
+    for home in &homes {
+        let config = std::fs::read_to_string(home.reef_home().join("reef.toml")).unwrap();
+        home.write_config(&format!("{config}{extra}"));
+    }
+    let first = Daemon::start_with(&homes[0], &["--cluster"]).await;
+    copy_keys(&homes[0], &homes[1]);
+    let nodes = [first, Daemon::start_with(&homes[1], &["--cluster"]).await];
+    (homes, nodes)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_share_agents_and_one_takes_over_when_the_other_is_killed_mid_turn() {
     let engines = Engines::start();
     let mock = MockLlm::start_responder_blocking(Arc::new(forwarder(Duration::from_millis(700))));
-    let homes = [
-        node_home(&mock, &engines, "n1"),
-        node_home(&mock, &engines, "n2"),
-    ];
-    let first = Daemon::start_with(&homes[0], &["--cluster"]).await;
-    copy_keys(&homes[0], &homes[1]);
-    let nodes = [first, Daemon::start_with(&homes[1], &["--cluster"]).await];
+    let (homes, nodes) = two_nodes(&mock, &engines, "").await;
 
     // Agents made through one node; the sink is paused so its inbox keeps what it was sent.
     nodes[0]
@@ -231,14 +246,7 @@ async fn two_nodes_share_agents_and_one_takes_over_when_the_other_is_killed_mid_
     assert!(retried >= 1, "the interrupted turn did not run again");
 
     // Each job reached the sink exactly once.
-    let sink = alive.get("/v1/agents/sink/inbox").await;
-    let mut bodies: Vec<String> = sink
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["body"].as_str().unwrap().to_owned())
-        .collect();
-    bodies.sort();
+    let bodies = forwarded(&alive).await;
     jobs.sort();
     assert_eq!(bodies, jobs, "each job forwarded exactly once");
 
@@ -410,14 +418,7 @@ async fn three_nodes_answer_two_thousand_messages_through_a_kill_and_a_restart()
             .count();
     }
     assert!(retried >= 1, "no message ran twice: the kill cut no turn");
-    let sink = reader.get("/v1/agents/sink/inbox").await;
-    let mut bodies: Vec<String> = sink
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["body"].as_str().unwrap().to_owned())
-        .collect();
-    bodies.sort();
+    let bodies = forwarded(reader).await;
     jobs.sort();
     assert_eq!(bodies.len(), MESSAGES, "every job reached the sink");
     assert_eq!(bodies, jobs, "each job forwarded exactly once");

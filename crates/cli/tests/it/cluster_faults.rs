@@ -5,8 +5,8 @@
 //! node carry on once it returns, and every job takes effect once; a routine made through
 //! one node fires once per instant in the whole cluster, and goes on when that node dies.
 
-use crate::cluster::{copy_keys, eventually, node_home, placement, status, turn_in_flight};
-use crate::daemon::{Daemon, forwarder};
+use crate::cluster::{eventually, node_home, placement, status, turn_in_flight, two_nodes};
+use crate::daemon::{Daemon, forwarded, forwarder};
 use reef_test_support::{Engine, Engines, MockLlm, TestHome};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -75,20 +75,6 @@ async fn drained(node: &Daemon, workers: &[&str], each: usize) {
     }
 }
 
-/// The sink's inbox bodies, sorted: what the workers forwarded.
-async fn forwarded(node: &Daemon) -> Vec<String> {
-    let mut bodies: Vec<String> = node
-        .get("/v1/agents/sink/inbox")
-        .await
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["body"].as_str().unwrap().to_owned())
-        .collect();
-    bodies.sort();
-    bodies
-}
-
 fn pair(a: &str, b: &str) -> Vec<(String, String)> {
     vec![("n1".into(), a.into()), ("n2".into(), b.into())]
 }
@@ -97,13 +83,7 @@ fn pair(a: &str, b: &str) -> Vec<(String, String)> {
 async fn without_nats_nodes_poll_and_say_so_and_return_to_nats_when_it_is_back() {
     let engines = Engines::start();
     let mock = MockLlm::start_responder_blocking(Arc::new(forwarder(Duration::from_millis(20))));
-    let homes = [
-        node_home(&mock, &engines, "n1"),
-        node_home(&mock, &engines, "n2"),
-    ];
-    let n1 = Daemon::start_with(&homes[0], &["--cluster"]).await;
-    copy_keys(&homes[0], &homes[1]);
-    let n2 = Daemon::start_with(&homes[1], &["--cluster"]).await;
+    let (homes, [n1, n2]) = two_nodes(&mock, &engines, "").await;
     let workers = ["w1", "w2", "w3", "w4", "w5"];
     agents(&n1, &workers).await;
     eventually("the six agents to spread over both nodes", || {
@@ -201,17 +181,8 @@ async fn while_the_database_is_away_nothing_is_acknowledged_and_the_turn_goes_on
 async fn a_routine_fires_once_per_instant_in_the_cluster_and_goes_on_when_its_node_dies() {
     let engines = Engines::start();
     let mock = MockLlm::start_responder_blocking(Arc::new(forwarder(Duration::from_millis(20))));
-    let homes = [
-        node_home(&mock, &engines, "n1"),
-        node_home(&mock, &engines, "n2"),
-    ];
-    for home in &homes {
-        let config = std::fs::read_to_string(home.reef_home().join("reef.toml")).unwrap();
-        home.write_config(&format!("{config}\n[scheduler]\nmin_interval = \"1s\"\n"));
-    }
-    let n1 = Daemon::start_with(&homes[0], &["--cluster"]).await;
-    copy_keys(&homes[0], &homes[1]);
-    let n2 = Daemon::start_with(&homes[1], &["--cluster"]).await;
+    let (_homes, [n1, n2]) =
+        two_nodes(&mock, &engines, "\n[scheduler]\nmin_interval = \"1s\"\n").await;
     // Each fire's message to w1 is forwarded to the paused sink, which keeps them.
     agents(&n1, &["w1"]).await;
     n1.post(

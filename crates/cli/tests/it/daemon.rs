@@ -431,6 +431,20 @@ async fn a_manager_runs_a_team_and_the_operator_answers_a_question_through_the_a
 /// The forwarding workers: each message is forwarded to `sink` with one tool call; the
 /// answer after the tool result comes `delay` later, so a kill lands between the effect and
 /// the finish.
+/// The bodies of the messages in the sink's inbox, sorted: what the forwarders sent it.
+pub(crate) async fn forwarded(d: &Daemon) -> Vec<String> {
+    let mut bodies: Vec<String> = d
+        .get("/v1/agents/sink/inbox")
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["body"].as_str().unwrap().to_owned())
+        .collect();
+    bodies.sort();
+    bodies
+}
+
 pub(crate) fn forwarder(
     delay: Duration,
 ) -> impl Fn(&RecordedRequest) -> MockReply + Send + Sync + 'static {
@@ -524,14 +538,7 @@ async fn a_daemon_killed_mid_turn_processes_every_message_exactly_once_in_effect
         retried >= 1,
         "no message was processed twice, so the kill hit no turn"
     );
-    let sink = d.get("/v1/agents/sink/inbox").await;
-    let mut bodies: Vec<String> = sink
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["body"].as_str().unwrap().to_owned())
-        .collect();
-    bodies.sort();
+    let bodies = forwarded(&d).await;
     let mut expected = jobs.clone();
     expected.sort();
     assert_eq!(bodies, expected, "each job forwarded exactly once");
