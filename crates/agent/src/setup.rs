@@ -69,6 +69,7 @@ pub fn policy_from_config(config: &Config, helper: Option<HelperCommand>) -> San
             open_files: Some(s.open_files),
         },
         helper,
+        warm: s.warm,
         ..SandboxPolicy::default()
     }
 }

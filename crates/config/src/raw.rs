@@ -165,6 +165,7 @@ pub(crate) struct SandboxToml {
     pub cpu_secs: Option<u64>,
     pub max_processes: Option<u64>,
     pub open_files: Option<u64>,
+    pub warm: Option<bool>,
 }
 
 /// Deserializes a TOML table, naming the exact key path on failure.

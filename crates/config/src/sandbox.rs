@@ -80,6 +80,8 @@ pub struct SandboxConfig {
     pub cpu_secs: u64,
     pub max_processes: u64,
     pub open_files: u64,
+    /// Fork each tool command from a sandbox built once per agent session (`sandbox.warm`).
+    pub warm: bool,
 }
 
 impl Default for SandboxConfig {
@@ -95,6 +97,7 @@ impl Default for SandboxConfig {
             cpu_secs: 300,
             max_processes: 256,
             open_files: 1024,
+            warm: true,
         }
     }
 }
@@ -146,6 +149,7 @@ pub(crate) fn resolve(
         cpu_secs: positive("cpu_secs", raw.cpu_secs, defaults.cpu_secs)?,
         max_processes: positive("max_processes", raw.max_processes, defaults.max_processes)?,
         open_files: positive("open_files", raw.open_files, defaults.open_files)?,
+        warm: raw.warm.unwrap_or(defaults.warm),
     })
 }
 

@@ -56,6 +56,11 @@ pub enum SandboxError {
         backend: &'static str,
         reason: String,
     },
+    /// The session's warm sandbox failed around a command (it could not be placed in its
+    /// cgroup, or the sandbox ended while it ran); its processes have been killed and the call
+    /// may be retried, which starts a new warm sandbox.
+    #[error("the session's warm sandbox failed: {0}")]
+    Warm(String),
     /// Waiting for or talking to the process failed; the process group has been killed and
     /// the call may be retried.
     #[error("i/o error while running `{program}`: {source}")]

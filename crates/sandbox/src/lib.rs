@@ -17,6 +17,7 @@ mod request;
 mod runner;
 mod spawned;
 mod terminal;
+mod warm;
 
 pub use browser::open_in_browser;
 pub use descriptors::raise_open_files_limit;

@@ -105,6 +105,11 @@ pub struct SandboxPolicy {
     pub limits: Limits,
     /// The helper for kernel backends; `None` makes `Landlock` runs fail with a clear error.
     pub helper: Option<HelperCommand>,
+    /// With the landlock backend, [`crate::Sandbox::run`] forks each command from a warm
+    /// sandbox built once per session (and per workspace and read-only folders) instead of
+    /// building a sandbox per command. Long-running processes and terminals always get one
+    /// of their own.
+    pub warm: bool,
 }
 
 impl SandboxPolicy {
@@ -129,6 +134,7 @@ impl Default for SandboxPolicy {
             hidden: Vec::new(),
             limits: Limits::default(),
             helper: None,
+            warm: true,
         }
     }
 }

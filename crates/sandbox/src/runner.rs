@@ -1,28 +1,22 @@
 //! The runner: spawns one process under the policy, enforces the timeout, collects capped
 //! output and makes sure no process of its group outlives the call.
 
-use crate::capture::{Captured, drain};
+use crate::capture::{Streams, collect};
 use crate::error::SandboxError;
-use crate::group::{GroupGuard, signal_group};
+use crate::group::GroupGuard;
 use crate::linux::cgroup::SessionCgroup;
 use crate::linux::spec::{self, HelperSpec};
 use crate::policy::{NetworkMode, SandboxBackend, SandboxPolicy};
 use crate::proxy::{DomainAllowList, NetProxy, NetRequest};
 use crate::request::{ExecOutput, ExecRequest};
-use rustix::process::{Pid, Signal};
-use std::os::unix::process::ExitStatusExt;
+use crate::warm::Warm;
+use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin, Command};
-
-/// How long to keep reading output after the process group has been killed. Pipes normally
-/// close at once; this only bounds the wait when a process that left the group (e.g. via
-/// `setsid`) still holds them open.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+use tokio::process::Command;
 
 /// Runs processes under a [`SandboxPolicy`]. Cheap to clone; clones share the policy.
 #[derive(Clone, Debug)]
@@ -36,6 +30,9 @@ pub struct Sandbox {
     proxy: Arc<Mutex<Option<NetProxy>>>,
     /// Processes started, when someone counts them.
     spawns: Option<Arc<AtomicU64>>,
+    /// The session's warm sandbox, started at the first warm run; ended when the last clone
+    /// (and the last command running in it) is dropped.
+    pub(crate) warm: Arc<tokio::sync::Mutex<Option<Arc<Warm>>>>,
 }
 
 impl Sandbox {
@@ -45,6 +42,7 @@ impl Sandbox {
             cgroup: Arc::new(OnceLock::new()),
             proxy: Arc::default(),
             spawns: None,
+            warm: Arc::default(),
         }
     }
 
@@ -98,9 +96,13 @@ impl Sandbox {
     ///
     /// The child runs in its own process group with a scrubbed environment. When the direct
     /// child exits, the rest of its group is killed. If this future is dropped, the whole
-    /// group is killed with SIGKILL.
+    /// group is killed with SIGKILL. With the landlock backend and `warm` set, the command is
+    /// forked from the session's warm sandbox (see [`crate::warm`]).
     pub async fn run(&self, req: ExecRequest) -> Result<ExecOutput, SandboxError> {
         check_start_dir(&req).await?;
+        if self.policy.backend == SandboxBackend::Landlock && self.policy.warm {
+            return self.run_warm(req).await;
+        }
         let start = Instant::now();
         let mut child = self
             .command(&req)?
@@ -110,58 +112,14 @@ impl Sandbox {
                 source,
             })?;
         self.count_spawn();
-        let mut guard = GroupGuard::new(child.id());
-        let pgid = guard.pgid();
-
-        let cap = self.policy.max_output_bytes;
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
-        let stdin = child.stdin.take();
-        let mut out = Captured::default();
-        let mut err = Captured::default();
-
-        let waited = {
-            let reading = async {
-                tokio::join!(
-                    drain(stdout, &mut out, cap),
-                    drain(stderr, &mut err, cap),
-                    feed(stdin, req.stdin.as_deref()),
-                )
-            };
-            tokio::pin!(reading);
-            let waiting = wait_or_stop(&mut child, pgid, req.timeout, self.policy.kill_grace);
-            tokio::pin!(waiting);
-
-            let mut read_done = false;
-            let waited = loop {
-                tokio::select! {
-                    res = &mut waiting => break res,
-                    _ = &mut reading, if !read_done => read_done = true,
-                }
-            };
-            // The direct child is gone: stop anything it left running in its group, then
-            // collect what is still buffered in the pipes.
-            guard.kill_now();
-            if !read_done {
-                let _drained = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut reading).await;
-            }
-            waited
+        let guard = GroupGuard::new(child.id());
+        let streams = Streams {
+            stdout: child.stdout.take(),
+            stderr: child.stderr.take(),
+            stdin: child.stdin.take(),
         };
-        let (status, timed_out) = waited.map_err(|source| SandboxError::Io {
-            program: req.program.clone(),
-            source,
-        })?;
-
-        Ok(ExecOutput {
-            stdout_truncated: out.truncated,
-            stderr_truncated: err.truncated,
-            stdout: out.into_string(),
-            stderr: err.into_string(),
-            exit_code: status.code(),
-            signal: status.signal(),
-            timed_out,
-            duration: start.elapsed(),
-        })
+        let ended = collect(&self.policy, &req, streams, guard, child.wait()).await?;
+        Ok(ended.output(start))
     }
 
     pub(crate) fn command(&self, req: &ExecRequest) -> Result<Command, SandboxError> {
@@ -184,36 +142,9 @@ impl Sandbox {
             }
             SandboxBackend::Landlock => {
                 let helper = self.policy.helper.as_ref().ok_or(SandboxError::NoHelper)?;
-                let proxy_socket = match self.policy.network {
-                    NetworkMode::Allowlist => Some(self.proxy_socket()?),
-                    NetworkMode::None | NetworkMode::Full => None,
-                };
-                // Resolved once, here: the helper mounts exactly these directories, and refuses
-                // if a link appears in one of them meanwhile.
-                let workspace =
-                    std::fs::canonicalize(&req.workspace).unwrap_or_else(|_| req.workspace.clone());
-                let hidden = self.policy.hidden_paths();
-                if hidden.contains(&workspace) {
-                    return Err(SandboxError::HiddenWorkspace { workspace });
-                }
-                let read_only = read_only_roots(&workspace, &req.read_only, &hidden)?;
-                let spec = HelperSpec {
-                    protocol: crate::linux::spec::HELPER_PROTOCOL,
-                    writable: writable_roots(&workspace, &self.policy.writable),
-                    read_only,
-                    workspace,
-                    cwd: req.cwd.clone(),
-                    hidden,
-                    network: self.policy.network,
-                    limits: self.policy.limits.clone(),
-                    cgroups: self
-                        .cgroup
-                        .get_or_init(|| SessionCgroup::create(&self.policy.limits))
-                        .dirs()
-                        .to_vec(),
-                    proxy_socket,
-                    terminal,
-                };
+                let mut spec = self.helper_spec(req)?;
+                spec.terminal = terminal;
+                spec.cgroups = self.cgroup().dirs().to_vec();
                 let (policy, args) = spec::encode(&spec, &req.program, &req.args)
                     .map_err(SandboxError::Unsupported)?;
                 let mut cmd = Command::new(&helper.program);
@@ -231,24 +162,7 @@ impl Sandbox {
         if let Some(policy) = policy_env {
             cmd.env(spec::POLICY_ENV, policy);
         }
-        for name in &self.policy.env_allow {
-            if let Some(value) = std::env::var_os(name) {
-                cmd.env(name, value);
-            }
-        }
-        cmd.env("HOME", &req.workspace);
-        if self.policy.backend == SandboxBackend::Landlock
-            && self.policy.network == NetworkMode::Allowlist
-        {
-            let url = format!("http://127.0.0.1:{}", spec::PROXY_PORT);
-            for name in PROXY_VARS {
-                cmd.env(name, &url);
-            }
-            cmd.env("NO_PROXY", "").env("no_proxy", "");
-        }
-        for (name, value) in &req.env {
-            cmd.env(name, value);
-        }
+        cmd.envs(self.command_env(req));
         cmd.stdin(if req.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -261,6 +175,71 @@ impl Sandbox {
         // terminal through which it could reach reef's.
         crate::linux::new_session(&mut cmd);
         Ok(cmd)
+    }
+}
+
+impl Sandbox {
+    /// The session's cgroups, created at the first kernel-confined run.
+    pub(crate) fn cgroup(&self) -> &SessionCgroup {
+        self.cgroup
+            .get_or_init(|| SessionCgroup::create(&self.policy.limits))
+    }
+
+    /// The confinement of `req` under this policy (no cgroups, no terminal, not warm).
+    pub(crate) fn helper_spec(&self, req: &ExecRequest) -> Result<HelperSpec, SandboxError> {
+        let proxy_socket = match self.policy.network {
+            NetworkMode::Allowlist => Some(self.proxy_socket()?),
+            NetworkMode::None | NetworkMode::Full => None,
+        };
+        // Resolved once, here: the helper mounts exactly these directories, and refuses if a
+        // link appears in one of them meanwhile.
+        let workspace =
+            std::fs::canonicalize(&req.workspace).unwrap_or_else(|_| req.workspace.clone());
+        let hidden = self.policy.hidden_paths();
+        if hidden.contains(&workspace) {
+            return Err(SandboxError::HiddenWorkspace { workspace });
+        }
+        let read_only = read_only_roots(&workspace, &req.read_only, &hidden)?;
+        Ok(HelperSpec {
+            protocol: crate::linux::spec::HELPER_PROTOCOL,
+            writable: writable_roots(&workspace, &self.policy.writable),
+            read_only,
+            workspace,
+            cwd: req.cwd.clone(),
+            hidden,
+            network: self.policy.network,
+            limits: self.policy.limits.clone(),
+            cgroups: Vec::new(),
+            proxy_socket,
+            terminal: false,
+            warm: false,
+        })
+    }
+
+    /// The command's environment: the allowed variables of reef's own, `HOME` (the
+    /// workspace), the proxy variables in `allowlist` mode, then the request's own.
+    pub(crate) fn command_env(&self, req: &ExecRequest) -> Vec<(OsString, OsString)> {
+        let mut env: Vec<(OsString, OsString)> = Vec::new();
+        for name in &self.policy.env_allow {
+            if let Some(value) = std::env::var_os(name) {
+                env.push((name.into(), value));
+            }
+        }
+        env.push(("HOME".into(), req.workspace.clone().into_os_string()));
+        if self.policy.backend == SandboxBackend::Landlock
+            && self.policy.network == NetworkMode::Allowlist
+        {
+            let url = format!("http://127.0.0.1:{}", spec::PROXY_PORT);
+            for name in PROXY_VARS {
+                env.push(((*name).into(), url.clone().into()));
+            }
+            env.push(("NO_PROXY".into(), "".into()));
+            env.push(("no_proxy".into(), "".into()));
+        }
+        for (name, value) in &req.env {
+            env.push((name.into(), value.into()));
+        }
+        env
     }
 }
 
@@ -372,35 +351,5 @@ impl Sandbox {
             backend: self.policy.backend.as_str(),
             reason,
         })
-    }
-}
-
-/// Waits for the child; on timeout sends SIGTERM to its group, then SIGKILL after `grace`.
-/// Returns the exit status and whether the timeout fired.
-async fn wait_or_stop(
-    child: &mut Child,
-    pgid: Option<Pid>,
-    timeout: Duration,
-    grace: Duration,
-) -> std::io::Result<(ExitStatus, bool)> {
-    if let Ok(status) = tokio::time::timeout(timeout, child.wait()).await {
-        return Ok((status?, false));
-    }
-    signal_group(pgid, Signal::TERM);
-    if let Ok(status) = tokio::time::timeout(grace, child.wait()).await {
-        return Ok((status?, true));
-    }
-    signal_group(pgid, Signal::KILL);
-    Ok((child.wait().await?, true))
-}
-
-/// Writes `data` to the child's stdin and closes it. A child that exits without reading
-/// (EPIPE) is not an error.
-async fn feed(pipe: Option<ChildStdin>, data: Option<&[u8]>) {
-    if let (Some(mut pipe), Some(data)) = (pipe, data) {
-        if let Err(err) = pipe.write_all(data).await {
-            tracing::debug!(%err, "child stdin closed early");
-        }
-        drop(pipe);
     }
 }

@@ -79,7 +79,9 @@ async fn one_shot_policy(config: &Config) -> anyhow::Result<(SandboxPolicy, Opti
 pub async fn run(overrides: &[String], args: SandboxRunArgs) -> anyhow::Result<u8> {
     let mut config = home::load_config(overrides)?;
     apply_flags(&mut config, &args)?;
-    let (policy, warning) = one_shot_policy(&config).await?;
+    let (mut policy, warning) = one_shot_policy(&config).await?;
+    // One command: a sandbox of its own, without a warm one to serve the next.
+    policy.warm = false;
     // `--backend none` on the command line is a deliberate choice; say nothing about it.
     if let Some(warning) = warning
         && args.backend != Some(BackendArg::None)

@@ -1,6 +1,8 @@
-//! A cgroup per sandbox session, created in reef's process and joined by each command's helper
-//! before it leaves the host's user namespace: the pids controller stops fork bombs (RLIMIT_NPROC does not apply to a reef
-//! running as root) and the memory controller bounds the whole process tree. Uses cgroup v2
+//! The cgroups of a sandbox session, created in reef's process: one-shot helpers join the
+//! session's shared cgroup before they leave the host's user namespace, and reef moves each
+//! command of a warm sandbox into a cgroup of its own, reused by the next command. The pids
+//! controller stops fork bombs (RLIMIT_NPROC does not apply to a reef running as root) and the
+//! memory controller bounds the whole process tree. Uses cgroup v2
 //! where the controller is enabled there, else the v1 hierarchy. Best effort: a machine
 //! without writable cgroups still gets the rlimits, and `reef sandbox status` says so.
 
@@ -11,19 +13,34 @@ use std::path::{Path, PathBuf};
 const ROOT: &str = "/sys/fs/cgroup";
 const PREFIX: &str = "reef-sbx-";
 
-/// The cgroups of one `Sandbox` (a session): created once in reef's own process, joined by
-/// every command's helper, removed when the session ends.
+/// The cgroups of one `Sandbox` (a session), created once in reef's own process: per limited
+/// controller a session directory, holding a `shared` cgroup that one-shot helpers join and a
+/// cgroup per running command of a warm sandbox, reused from one command to the next. All are
+/// removed when the session ends.
 #[derive(Debug, Default)]
 pub(crate) struct SessionCgroup {
-    dirs: Vec<PathBuf>,
+    /// Per controller: the session's directory, and the limit file and value of each cgroup.
+    parents: Vec<(PathBuf, &'static str, String)>,
+    /// The `shared` cgroup of each controller.
+    shared: Vec<PathBuf>,
+    /// Command cgroups not in use, empty and limited, ready for the next command.
+    free: std::sync::Mutex<Vec<Leaf>>,
+    /// Command cgroups ever made (names the next).
+    made: std::sync::atomic::AtomicU64,
     /// Controllers that could not be set up, and why (shown by `reef sandbox status`).
     pub problems: Vec<String>,
+}
+
+/// One command's cgroups (one per limited controller).
+#[derive(Debug)]
+pub(crate) struct Leaf {
+    dirs: Vec<PathBuf>,
 }
 
 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl SessionCgroup {
-    /// Creates a cgroup per limited controller, beside this process's own.
+    /// Creates the session's cgroups per limited controller, beside this process's own.
     pub(crate) fn create(limits: &Limits) -> SessionCgroup {
         let mut session = SessionCgroup::default();
         let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
@@ -39,23 +56,97 @@ impl SessionCgroup {
         for (controller, limit) in wanted {
             let Some(limit) = limit else { continue };
             match create_one(&own, controller, limit, &name) {
-                Ok(dir) => session.dirs.push(dir),
+                Ok((parent, file, shared)) => {
+                    session.parents.push((parent, file, limit.to_string()));
+                    session.shared.push(shared);
+                }
                 Err(problem) => session.problems.push(format!("{controller}: {problem}")),
             }
         }
         session
     }
 
-    /// The directories a helper joins (it writes its pid to each `cgroup.procs`).
+    /// The directories a one-shot helper joins (it writes its pid to each `cgroup.procs`).
     pub(crate) fn dirs(&self) -> &[PathBuf] {
-        &self.dirs
+        &self.shared
+    }
+
+    /// A command's own cgroups: a free one of an earlier command, or new ones. `None` when
+    /// the session has no cgroups.
+    pub(crate) fn lease(&self) -> Result<Option<Leaf>, String> {
+        if self.parents.is_empty() {
+            return Ok(None);
+        }
+        if let Some(leaf) = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return Ok(Some(leaf));
+        }
+        let n = self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut leaf = Leaf { dirs: Vec::new() };
+        for (parent, file, value) in &self.parents {
+            let dir = parent.join(format!("c-{n}"));
+            fs::create_dir(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+            leaf.dirs.push(dir.clone());
+            fs::write(dir.join(file), value)
+                .map_err(|e| format!("write {}: {e}", dir.join(file).display()))?;
+        }
+        Ok(Some(leaf))
+    }
+
+    /// Kills whatever is still in `leaf` and keeps it for the next command; one that does not
+    /// empty (a process stuck in the kernel) is not reused.
+    pub(crate) async fn release(&self, leaf: Leaf) {
+        for _ in 0..100 {
+            if leaf.kill_all() == 0 {
+                self.free
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(leaf);
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        tracing::warn!(cgroup = ?leaf.dirs, "a command's cgroup did not empty; not reused");
+    }
+}
+
+impl Leaf {
+    /// Moves process `pid` (as reef sees it) into these cgroups.
+    pub(crate) fn join(&self, pid: u32) -> Result<(), String> {
+        for dir in &self.dirs {
+            fs::write(dir.join("cgroup.procs"), pid.to_string())
+                .map_err(|e| format!("move the command into {}: {e}", dir.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Sends SIGKILL to every process in these cgroups; returns how many there were.
+    fn kill_all(&self) -> usize {
+        let mut found = 0;
+        for dir in &self.dirs {
+            let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs
+                .split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok())
+            {
+                found += 1;
+                if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
+        }
+        found
     }
 }
 
 impl Drop for SessionCgroup {
     fn drop(&mut self) {
-        for dir in &self.dirs {
+        let free = std::mem::take(self.free.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let leaves = free.iter().flat_map(|l| l.dirs.iter()).chain(&self.shared);
+        for dir in leaves {
             let _ = fs::remove_dir(dir); // still busy: swept by a later session
+        }
+        for (parent, _, _) in &self.parents {
+            let _ = fs::remove_dir(parent);
         }
     }
 }
@@ -88,23 +179,54 @@ fn locate(own: &str, controller: &str) -> Option<(PathBuf, bool)> {
         .then(|| (base.join(rel.trim_start_matches('/')), false))
 }
 
-fn create_one(own: &str, controller: &str, limit: u64, name: &str) -> Result<PathBuf, String> {
+/// Creates the session directory of `controller` and its `shared` cgroup with the limit.
+/// Returns (session directory, limit file, shared cgroup).
+fn create_one(
+    own: &str,
+    controller: &str,
+    limit: u64,
+    name: &str,
+) -> Result<(PathBuf, &'static str, PathBuf), String> {
     let (parent, v2) = locate(own, controller).ok_or("controller not mounted")?;
     sweep(&parent);
     let dir = parent.join(name);
     fs::create_dir(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    let (file, value) = match (controller, v2) {
-        ("pids", _) => ("pids.max", limit.to_string()),
-        ("memory", true) => ("memory.max", limit.to_string()),
-        _ => ("memory.limit_in_bytes", limit.to_string()),
+    let file = match (controller, v2) {
+        ("pids", _) => "pids.max",
+        ("memory", true) => "memory.max",
+        _ => "memory.limit_in_bytes",
     };
-    match fs::write(dir.join(file), value) {
-        Ok(()) => Ok(dir),
+    let made = (|| {
+        if v2 {
+            // Each command's cgroup inside gets the controller (the session directory holds no
+            // process itself).
+            let control = dir.join("cgroup.subtree_control");
+            fs::write(&control, format!("+{controller}"))
+                .map_err(|e| format!("write {}: {e}", control.display()))?;
+        }
+        let shared = dir.join("shared");
+        fs::create_dir(&shared).map_err(|e| format!("create {}: {e}", shared.display()))?;
+        fs::write(shared.join(file), limit.to_string())
+            .map_err(|e| format!("write {file}: {e}"))?;
+        Ok(shared)
+    })();
+    match made {
+        Ok(shared) => Ok((dir, file, shared)),
         Err(e) => {
-            let _ = fs::remove_dir(&dir);
-            Err(format!("write {file}: {e}"))
+            remove_tree(&dir);
+            Err(e)
         }
     }
+}
+
+/// Removes a session directory and the cgroups in it (each must be empty).
+fn remove_tree(dir: &Path) {
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = fs::remove_dir(entry.path());
+        }
+    }
+    let _ = fs::remove_dir(dir);
 }
 
 /// Removes cgroups left by reef processes that have exited without cleaning up. A cgroup of
@@ -124,7 +246,7 @@ fn sweep(parent: &Path) {
             continue;
         };
         if !Path::new("/proc").join(owner).exists() {
-            let _ = fs::remove_dir(entry.path()); // fails (harmlessly) while still in use
+            remove_tree(&entry.path()); // fails (harmlessly) while still in use
         }
     }
 }

@@ -9,6 +9,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, chdir, execvpe, sethostname};
 use std::ffi::{CString, OsString};
+use std::net::TcpListener;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -17,12 +18,24 @@ pub(crate) const SETUP_FAILED: i32 = 125;
 /// Exit code when the command could not be executed (not found, not executable).
 pub(crate) const EXEC_FAILED: i32 = 127;
 
-/// Runs as PID 1; returns the exit code for the helper.
+/// Runs as PID 1; returns the exit code for the helper. A warm sandbox serves commands from
+/// here on (see `zygote`); otherwise the one command runs.
 pub(crate) fn run(
     spec: &HelperSpec,
     command: &[OsString],
     trees: Option<Trees>,
 ) -> Result<i32, String> {
+    let relay = build(spec, trees)?;
+    if spec.warm {
+        return super::zygote::serve(spec, relay);
+    }
+    confine::rlimits(&spec.limits)?;
+    one_command(spec, command, relay)
+}
+
+/// Builds the view and confines this process (everything but the resource limits, which are
+/// each command's own). Returns the proxy relay's listener in `allowlist` mode.
+fn build(spec: &HelperSpec, trees: Option<Trees>) -> Result<Option<TcpListener>, String> {
     prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| format!("set the parent-death signal: {e}"))?;
     sethostname("reef-sandbox").map_err(|e| format!("sethostname: {e}"))?;
@@ -52,10 +65,17 @@ pub(crate) fn run(
     let mut writable: Vec<PathBuf> = vec![spec.workspace.clone(), "/tmp".into(), "/dev".into()];
     writable.extend(spec.writable.iter().cloned());
     confine::landlock(&writable, spec.network)?;
-    confine::rlimits(&spec.limits)?;
     prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
     confine::seccomp(spec.network)?;
+    Ok(relay)
+}
 
+/// Forks the one command, serves the relay, and reaps until the command ends.
+fn one_command(
+    spec: &HelperSpec,
+    command: &[OsString],
+    relay: Option<TcpListener>,
+) -> Result<i32, String> {
     // The command's environment: the helper's own, without the policy.
     let env: Vec<CString> = std::env::vars_os()
         .filter(|(k, _)| k != super::spec::POLICY_ENV)
@@ -98,7 +118,7 @@ pub(crate) fn run(
 
 /// In the forked child: enter the start directory (inside the view, where a link can only
 /// lead to what the sandbox shows) and become the command.
-fn exec(dir: &std::path::Path, argv: &[CString], env: &[CString]) -> i32 {
+pub(crate) fn exec(dir: &std::path::Path, argv: &[CString], env: &[CString]) -> i32 {
     use std::io::Write;
     if let Err(e) = chdir(dir) {
         let _ = writeln!(

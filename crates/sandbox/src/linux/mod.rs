@@ -11,8 +11,10 @@ mod mounts;
 mod relay;
 pub(crate) mod spec;
 mod sys;
+mod zygote;
 
-pub(crate) use sys::{async_fd, landlock_abi, new_session};
+pub(crate) use sys::{async_fd, give_fd, landlock_abi, new_session};
+pub(crate) use zygote::{ENDED, GO, MAX_REQUEST, READY, SERVING, START};
 
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::prctl;
@@ -119,6 +121,11 @@ fn confined(
             std::process::exit(code);
         }
         ForkResult::Parent { child } => {
+            // Only PID 1 of a warm sandbox talks to reef: with this copy closed, reef sees
+            // the control socket close when PID 1 ends.
+            if spec.warm {
+                drop(sys::control_socket());
+            }
             // PID 1 (forked dumpable, to write its own maps) mounts the trees; this process
             // has no use for them, and seals itself.
             if trees.is_some() {

@@ -23,15 +23,19 @@ pub(crate) fn serve(listener: TcpListener) -> Result<(), String> {
     thread::Builder::new()
         .name("relay".into())
         .stack_size(STACK)
-        .spawn(move || {
-            for conn in listener.incoming().flatten() {
-                let _spawned = thread::Builder::new()
-                    .stack_size(STACK)
-                    .spawn(move || relay(conn));
-            }
-        })
+        .spawn(move || serve_here(listener))
         .map(drop)
         .map_err(|e| format!("start the proxy relay: {e}"))
+}
+
+/// Serves `listener` on this thread, a thread per connection, until accepting fails (a warm
+/// sandbox runs this in a process of its own, so that PID 1 stays single-threaded).
+pub(crate) fn serve_here(listener: TcpListener) {
+    for conn in listener.incoming().flatten() {
+        let _spawned = thread::Builder::new()
+            .stack_size(STACK)
+            .spawn(move || relay(conn));
+    }
 }
 
 /// Pipes one TCP connection to a new connection on the proxy socket, both ways.

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 /// refuses to run (a `reef-sandbox-exec` left from another build would otherwise apply a
 /// confinement it does not fully understand); unknown fields are refused for the same reason.
 /// Raise it whenever a field of the spec (or of `Limits`) changes or changes meaning.
-pub const HELPER_PROTOCOL: u32 = 1;
+pub const HELPER_PROTOCOL: u32 = 2;
 
 /// The confinement of one command, as the helper receives it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +43,25 @@ pub struct HelperSpec {
     /// terminal as its controlling terminal (an interactive shell).
     #[serde(default)]
     pub terminal: bool,
+    /// A warm sandbox: PID 1 serves commands sent on the control socket (`CONTROL_FD`) until
+    /// reef closes it, instead of running the command given after `--` (there is none).
+    #[serde(default)]
+    pub warm: bool,
+}
+
+/// The descriptor on which a warm sandbox's helper receives its control socket.
+pub const CONTROL_FD: i32 = 3;
+
+/// One command of a warm sandbox, as reef writes it on the command's own socket.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WarmCommand {
+    pub program: String,
+    pub args: Vec<String>,
+    /// `NAME=value` entries, as bytes (a value need not be UTF-8).
+    pub env: Vec<Vec<u8>>,
+    /// Where the command starts, relative to the workspace.
+    pub cwd: PathBuf,
 }
 
 /// The loopback port inside the sandbox where the allow-list proxy is reachable.
@@ -105,7 +124,7 @@ pub fn decode(args: Vec<OsString>) -> Result<(HelperSpec, Vec<OsString>), String
         return Err("expected `--` before the command".into());
     }
     let command: Vec<OsString> = it.collect();
-    if command.is_empty() {
+    if command.is_empty() && !spec.warm {
         return Err("no command to run after `--`".into());
     }
     Ok((spec, command))
@@ -130,6 +149,7 @@ mod tests {
             cgroups: Vec::new(),
             proxy_socket: None,
             terminal: false,
+            warm: false,
         }
     }
 

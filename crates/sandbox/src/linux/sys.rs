@@ -1,4 +1,5 @@
-//! The audited unsafe corner of reef: `fork` in the sandbox helper, the Landlock version
+//! The audited unsafe corner of reef: `fork` in the sandbox helper, handing descriptors to a
+//! warm sandbox and taking those it receives, the Landlock version
 //! query, idmapping a detached mount (`mount_setattr`, for a reef running as root), bringing up loopback in a new network namespace, `setsid` between fork and exec
 //! of every command reef starts, and a pseudo-terminal: taken as controlling terminal, and its
 //! controlling side registered with tokio.
@@ -44,6 +45,60 @@ pub(crate) fn async_fd(
     // SAFETY: an `OwnedFd` is open until dropped and always names the same descriptor, and the
     // `AsyncFd` owns it for its whole life.
     unsafe { Ok(tokio::io::unix::AsyncFd::register(fd)?) }
+}
+
+/// Makes `fd` (open in reef) descriptor `target` of the child of `cmd`, kept across exec: how
+/// a warm sandbox's helper gets its control socket.
+pub(crate) fn give_fd(cmd: &mut tokio::process::Command, fd: std::os::fd::RawFd, target: i32) {
+    // SAFETY: the closure runs in the child between fork and exec and makes only
+    // async-signal-safe system calls (dup2, or fcntl when the numbers match), allocating
+    // nothing; `fd` stays open in reef until the child has been spawned.
+    unsafe {
+        cmd.pre_exec(move || {
+            let ret = if fd == target {
+                libc::fcntl(fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, target)
+            };
+            if ret < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        });
+    }
+}
+
+/// In a warm sandbox's PID 1: the control socket reef passed as `CONTROL_FD`, checked to be a
+/// socket and made close-on-exec so that no command inherits it.
+pub(crate) fn control_socket() -> Result<std::os::fd::OwnedFd, String> {
+    use std::os::fd::FromRawFd;
+    let fd = super::spec::CONTROL_FD;
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(format!("/proc/self/fd/{fd}"))
+        .map_err(|e| format!("the control socket (descriptor {fd}) is not open: {e}"))?;
+    if !meta.file_type().is_socket() {
+        return Err(format!("descriptor {fd} is not the control socket"));
+    }
+    // SAFETY: descriptor CONTROL_FD is open (it is a socket), was handed to this process by
+    // reef for this purpose, and nothing else in the helper owns or closes it.
+    let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    nix::fcntl::fcntl(
+        &owned,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    )
+    .map_err(|e| format!("make the control socket close-on-exec: {e}"))?;
+    Ok(owned)
+}
+
+/// Takes ownership of descriptors just received with `SCM_RIGHTS`.
+pub(crate) fn own_received(fds: &[std::os::fd::RawFd]) -> Vec<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    fds.iter()
+        // SAFETY: the kernel installed these descriptors in this process for this message;
+        // nothing else refers to them yet.
+        .map(|fd| unsafe { std::os::fd::OwnedFd::from_raw_fd(*fd) })
+        .collect()
 }
 
 /// Forks the (single-threaded) helper.

@@ -9,3 +9,4 @@ mod run;
 mod spawn;
 mod support;
 mod terminal;
+mod warm;

@@ -93,10 +93,22 @@ impl Fixture {
     }
 }
 
-/// Runs `req` under `policy`; the sandbox itself failing to run is a test failure.
+/// Runs `req` under `policy`; the sandbox itself failing to run is a test failure. With the
+/// default (warm) policy the case runs as the session's second command, forked from a warm
+/// sandbox that has already run and cleaned up after a first one.
 async fn run_with(policy: SandboxPolicy, req: ExecRequest) -> ExecOutput {
     let args = req.args.clone();
-    Sandbox::new(policy)
+    let sandbox = Sandbox::new(policy);
+    if sandbox.policy().warm {
+        let mut first = req.clone();
+        first.program = "true".into();
+        first.args.clear();
+        first.stdin = None;
+        first.cwd = PathBuf::new();
+        let out = sandbox.run(first).await.unwrap();
+        assert_sandbox_built(&out, "the warm sandbox's first command");
+    }
+    sandbox
         .run(req)
         .await
         .unwrap_or_else(|e| panic!("the sandbox could not run {args:?}: {e}"))
