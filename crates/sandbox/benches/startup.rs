@@ -1,7 +1,8 @@
-//! Start-up cost of the sandbox: the median wall time to start and finish `true`
-//! (1) through `Sandbox::run` with the plain backend, (2) through `Sandbox::run` with the
-//! landlock backend (helper, namespaces, filesystem view, Landlock, seccomp, limits, PID 1),
-//! and (3) as a baseline, `std::process::Command::new("true").status()`.
+//! Cost of a sandboxed command inside a session: the wall time to start and finish `true`
+//! (1) through `Sandbox::run` with the plain backend, (2) with the landlock backend building a
+//! sandbox per command (helper, namespaces, filesystem view, Landlock, seccomp, limits, PID 1),
+//! (3) with the landlock backend forking it from the session's warm sandbox, and (4) as a
+//! baseline, a plain fork/exec: `std::process::Command::new("true").status()`.
 //!
 //! Run with `cargo build --release -p reef-sandbox --bins && cargo bench -p reef-sandbox
 //! --bench startup`. The three variants are interleaved in blocks, so drift in machine load
@@ -53,17 +54,24 @@ fn helper_path() -> Result<PathBuf, String> {
 #[derive(Clone, Copy)]
 enum Variant {
     Plain,
-    Landlock,
+    PerCommand,
+    Warm,
     Raw,
 }
 
 impl Variant {
-    const ALL: [Variant; 3] = [Variant::Plain, Variant::Landlock, Variant::Raw];
+    const ALL: [Variant; 4] = [
+        Variant::Plain,
+        Variant::PerCommand,
+        Variant::Warm,
+        Variant::Raw,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Variant::Plain => "plain (Sandbox::run, backend none)",
-            Variant::Landlock => "landlock (Sandbox::run)",
+            Variant::PerCommand => "landlock, a sandbox per command",
+            Variant::Warm => "landlock, warm sandbox",
             Variant::Raw => "raw (Command::new(\"true\").status())",
         }
     }
@@ -72,7 +80,8 @@ impl Variant {
 struct Bench {
     rt: tokio::runtime::Runtime,
     plain: Sandbox,
-    landlock: Sandbox,
+    per_command: Sandbox,
+    warm: Sandbox,
     workspace: tempfile::TempDir,
 }
 
@@ -82,7 +91,8 @@ impl Bench {
         let started = Instant::now();
         let outcome = match variant {
             Variant::Plain => self.sandboxed(&self.plain),
-            Variant::Landlock => self.sandboxed(&self.landlock),
+            Variant::PerCommand => self.sandboxed(&self.per_command),
+            Variant::Warm => self.sandboxed(&self.warm),
             Variant::Raw => match std::process::Command::new("true").status() {
                 Ok(status) if status.success() => Ok(()),
                 Ok(status) => Err(status.to_string()),
@@ -122,18 +132,22 @@ fn run() -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
-    let landlock = Sandbox::new(SandboxPolicy {
-        backend: SandboxBackend::Landlock,
-        helper: Some(HelperCommand {
-            program: helper,
-            args: vec![],
-        }),
-        ..SandboxPolicy::default()
-    });
+    let landlock = |warm: bool| {
+        Sandbox::new(SandboxPolicy {
+            backend: SandboxBackend::Landlock,
+            helper: Some(HelperCommand {
+                program: helper.clone(),
+                args: vec![],
+            }),
+            warm,
+            ..SandboxPolicy::default()
+        })
+    };
     let bench = Bench {
         rt,
         plain: Sandbox::new(SandboxPolicy::default()),
-        landlock,
+        per_command: landlock(false),
+        warm: landlock(true),
         workspace: tempfile::tempdir().map_err(|e| format!("workspace tempdir: {e}"))?,
     };
 
@@ -142,7 +156,7 @@ fn run() -> Result<(), String> {
             bench.once(variant)?;
         }
     }
-    let mut samples: [Vec<Duration>; 3] = Default::default();
+    let mut samples: [Vec<Duration>; 4] = Default::default();
     let mut done = 0;
     while done < ITERATIONS {
         let block = BLOCK.min(ITERATIONS - done);
@@ -154,21 +168,49 @@ fn run() -> Result<(), String> {
         done += block;
     }
 
-    let [plain, landlock, raw] = samples.map(median);
     println!(
-        "startup of `true`: median of {ITERATIONS} runs after {WARMUP} warm-up, in blocks of {BLOCK}"
+        "`true` inside a session: median (min-max) of {ITERATIONS} runs after {WARMUP} warm-up, \
+         in blocks of {BLOCK}"
     );
-    for (variant, value) in Variant::ALL.into_iter().zip([plain, landlock, raw]) {
-        println!("  {:<40} {:>10.3} ms", variant.name(), ms(value));
+    let stats = samples.map(Stats::of);
+    for (variant, s) in Variant::ALL.into_iter().zip(&stats) {
+        println!(
+            "  {:<40} {:>8.3} ms ({:.3}-{:.3})",
+            variant.name(),
+            ms(s.median),
+            ms(s.min),
+            ms(s.max)
+        );
     }
-    println!("  landlock / plain  {:>8.2}x", ratio(landlock, plain));
-    println!("  landlock / raw    {:>8.2}x", ratio(landlock, raw));
+    let [plain, per_command, warm, raw] = stats.map(|s| s.median);
+    println!("  warm / raw fork+exec     {:>8.2}x", ratio(warm, raw));
+    println!("  warm / plain             {:>8.2}x", ratio(warm, plain));
+    println!(
+        "  per command / raw        {:>8.2}x",
+        ratio(per_command, raw)
+    );
+    println!(
+        "  per command / warm       {:>8.2}x",
+        ratio(per_command, warm)
+    );
     Ok(())
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort_unstable();
-    samples.get(samples.len() / 2).copied().unwrap_or_default()
+struct Stats {
+    median: Duration,
+    min: Duration,
+    max: Duration,
+}
+
+impl Stats {
+    fn of(mut samples: Vec<Duration>) -> Stats {
+        samples.sort_unstable();
+        Stats {
+            median: samples.get(samples.len() / 2).copied().unwrap_or_default(),
+            min: samples.first().copied().unwrap_or_default(),
+            max: samples.last().copied().unwrap_or_default(),
+        }
+    }
 }
 
 fn ms(d: Duration) -> f64 {

@@ -21,6 +21,10 @@ use tokio::process::Command;
 /// Runs processes under a [`SandboxPolicy`]. Cheap to clone; clones share the policy.
 #[derive(Clone, Debug)]
 pub struct Sandbox {
+    /// The session's warm sandbox, started at the first warm run; ended when the last clone
+    /// (and the last command running in it) is dropped. First, so that it ends before the
+    /// session's cgroups are removed.
+    pub(crate) warm: Arc<tokio::sync::Mutex<Option<Arc<Warm>>>>,
     policy: Arc<SandboxPolicy>,
     /// The session's cgroups, created at the first kernel-confined run; removed when the last
     /// clone of this `Sandbox` is dropped.
@@ -30,19 +34,16 @@ pub struct Sandbox {
     proxy: Arc<Mutex<Option<NetProxy>>>,
     /// Processes started, when someone counts them.
     spawns: Option<Arc<AtomicU64>>,
-    /// The session's warm sandbox, started at the first warm run; ended when the last clone
-    /// (and the last command running in it) is dropped.
-    pub(crate) warm: Arc<tokio::sync::Mutex<Option<Arc<Warm>>>>,
 }
 
 impl Sandbox {
     pub fn new(policy: SandboxPolicy) -> Self {
         Self {
+            warm: Arc::default(),
             policy: Arc::new(policy),
             cgroup: Arc::new(OnceLock::new()),
             proxy: Arc::default(),
             spawns: None,
-            warm: Arc::default(),
         }
     }
 

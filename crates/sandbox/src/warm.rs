@@ -1,16 +1,18 @@
 //! reef's side of a warm sandbox: the helper is started once per session (and per workspace
-//! and read-only folders), and its PID 1 forks every command (see `linux::zygote`). For each
-//! command reef passes the command's standard streams and a socket of its own; on that socket
-//! it sends the request, learns the command's pid, moves it into its own cgroup, lets it exec,
-//! and finally reads how it ended. A sandbox that is gone before a command started is
-//! replaced and the command tried once more; one that dies while a command runs fails that
-//! command, which is never run twice.
+//! and read-only folders), and its PID 1 forks every command (see `linux::zygote`). Commands
+//! start as spares, forked ahead of need: reef asks for one with a socket of its own, learns
+//! its pid from the kernel-attached credentials of its first message, and moves it into a
+//! cgroup of its own. A command then takes a spare, sends it the request with its standard
+//! streams, and reads how it ended; while it runs, the next spare is made. A sandbox that is
+//! gone before a command started is replaced and the command tried once more; one that dies
+//! while a command runs fails that command, which is never run twice.
 
 use crate::capture::{Streams, collect};
 use crate::error::SandboxError;
 use crate::group::GroupGuard;
+use crate::linux::cgroup::Leaf;
 use crate::linux::spec::{CONTROL_FD, HelperSpec, POLICY_ENV, WarmCommand};
-use crate::linux::{ENDED, GO, READY, SERVING, START, give_fd, new_session};
+use crate::linux::{ENDED, READY, SERVING, SPARE, give_fd, new_session};
 use crate::policy::HelperCommand;
 use crate::request::{ExecOutput, ExecRequest};
 use crate::runner::Sandbox;
@@ -27,7 +29,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::io::{AsyncReadExt, Interest};
 use tokio::net::UnixStream;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
@@ -36,13 +38,26 @@ use tokio::process::{Child, Command};
 /// request's own timeout when shorter).
 const BUILD_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A running warm sandbox: its helper and the control socket its PID 1 reads.
+/// Spares kept ready at most (more are made only while commands run at once).
+const SPARES: usize = 2;
+
+/// A running warm sandbox: its helper, the control socket its PID 1 reads, and its spares.
 #[derive(Debug)]
 pub(crate) struct Warm {
     /// What it was built for (the confinement, without a start directory).
     spec: HelperSpec,
     control: AsyncFd<OwnedFd>,
     helper: Mutex<Child>,
+    spares: Mutex<Vec<Spare>>,
+}
+
+/// A forked process waiting for its request, already in its own cgroup.
+#[derive(Debug)]
+struct Spare {
+    socket: UnixStream,
+    /// As reef sees it; also its process group.
+    pid: u32,
+    leaf: Option<Leaf>,
 }
 
 /// Why a command could not run in a warm sandbox.
@@ -110,6 +125,7 @@ impl Warm {
                 spec: spec.clone(),
                 control,
                 helper: Mutex::new(child),
+                spares: Mutex::new(Vec::new()),
             }));
         }
         // Not built: the helper says why on stderr and exits (or is stopped at the timeout).
@@ -138,19 +154,88 @@ impl Warm {
         matches!(helper.try_wait(), Ok(None))
     }
 
-    /// Hands PID 1 a command's streams and socket; it forks the command at once.
-    fn send_start(&self, fds: [&OwnedFd; 4]) -> Result<(), String> {
-        let raw = fds.map(AsRawFd::as_raw_fd);
+    /// Asks PID 1 for a spare on `socket` (the other end is reef's); it forks one at once.
+    fn ask_spare(&self, socket: &OwnedFd) -> Result<(), String> {
+        let raw = [socket.as_raw_fd()];
         let rights = [ControlMessage::ScmRights(&raw)];
         sendmsg::<()>(
             self.control.get_ref().as_raw_fd(),
-            &[IoSlice::new(&[START])],
+            &[IoSlice::new(&[SPARE])],
             &rights,
             MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
             None,
         )
         .map(drop)
-        .map_err(|e| format!("send the command to the warm sandbox: {e}"))
+        .map_err(|e| format!("ask the warm sandbox for a process: {e}"))
+    }
+
+    /// A new spare, in its own cgroup when the session has cgroups.
+    async fn make_spare(&self, sandbox: &Sandbox) -> Result<Spare, Launch> {
+        let io = |e: std::io::Error| Launch::Gone(format!("prepare a process: {e}"));
+        let (ours, theirs) = socketpair(
+            AddressFamily::Unix,
+            SockType::Stream,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .map_err(|e| io(e.into()))?;
+        nonblocking(&ours).map_err(io)?;
+        setsockopt(&ours, sockopt::PassCred, &true).map_err(|e| io(e.into()))?;
+        self.ask_spare(&theirs).map_err(Launch::Gone)?;
+        drop(theirs);
+        let socket =
+            UnixStream::from_std(std::os::unix::net::UnixStream::from(ours)).map_err(io)?;
+        let pid = ready(&socket).await.map_err(Launch::Gone)?;
+        let spare = Spare {
+            socket,
+            pid,
+            leaf: sandbox
+                .cgroup()
+                .lease()
+                .map_err(|e| Launch::Failed(SandboxError::Warm(e)))?,
+        };
+        if let Some(leaf) = &spare.leaf {
+            leaf.join(pid)
+                .map_err(|e| Launch::Failed(SandboxError::Warm(e)))?;
+        }
+        Ok(spare)
+    }
+
+    /// A ready spare, or a new one.
+    async fn take_spare(&self, sandbox: &Sandbox) -> Result<Spare, Launch> {
+        let ready = self
+            .spares
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        match ready {
+            Some(spare) => Ok(spare),
+            None => self.make_spare(sandbox).await,
+        }
+    }
+
+    /// Makes a spare for a later command unless enough wait already. A failure is left for
+    /// that command to meet.
+    async fn replenish(&self, sandbox: &Sandbox) {
+        let enough = || {
+            self.spares
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len()
+                >= SPARES
+        };
+        if enough() {
+            return;
+        }
+        match self.make_spare(sandbox).await {
+            Ok(spare) if !enough() => self
+                .spares
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(spare),
+            Ok(spare) => drop(spare),
+            Err(_) => {}
+        }
     }
 }
 
@@ -268,34 +353,6 @@ impl Sandbox {
                 source: e,
             })
         };
-        let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC);
-        let (out_r, out_w) = pipe().map_err(|e| failed(e.into()))?;
-        let (err_r, err_w) = pipe().map_err(|e| failed(e.into()))?;
-        let (in_r, in_w) = match req.stdin {
-            Some(_) => {
-                let (r, w) = pipe().map_err(|e| failed(e.into()))?;
-                (r, Some(w))
-            }
-            None => (
-                OwnedFd::from(std::fs::File::open("/dev/null").map_err(failed)?),
-                None,
-            ),
-        };
-        let (ours, theirs) = socketpair(
-            AddressFamily::Unix,
-            SockType::Stream,
-            None,
-            SockFlag::SOCK_CLOEXEC,
-        )
-        .map_err(|e| failed(e.into()))?;
-        nonblocking(&ours).map_err(failed)?;
-        setsockopt(&ours, sockopt::PassCred, &true).map_err(|e| failed(e.into()))?;
-        warm.send_start([&in_r, &out_w, &err_w, &theirs])
-            .map_err(Launch::Gone)?;
-        drop((in_r, out_w, err_w, theirs));
-
-        let mut socket =
-            UnixStream::from_std(std::os::unix::net::UnixStream::from(ours)).map_err(failed)?;
         let body = serde_json::to_vec(command)
             .map_err(|e| Launch::Failed(SandboxError::Unsupported(e.to_string())))?;
         let len = u32::try_from(body.len())
@@ -309,28 +366,32 @@ impl Sandbox {
                     crate::linux::MAX_REQUEST
                 )))
             })?;
+        let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC);
+        let (out_r, out_w) = pipe().map_err(|e| failed(e.into()))?;
+        let (err_r, err_w) = pipe().map_err(|e| failed(e.into()))?;
+        let (in_r, in_w) = match req.stdin {
+            Some(_) => {
+                let (r, w) = pipe().map_err(|e| failed(e.into()))?;
+                (r, Some(w))
+            }
+            None => (
+                OwnedFd::from(std::fs::File::open("/dev/null").map_err(failed)?),
+                None,
+            ),
+        };
+        let mut spare = warm.take_spare(self).await?;
+        // From here the process group is killed whatever happens.
+        let guard = GroupGuard::new(Some(spare.pid));
         let mut frame = len.to_le_bytes().to_vec();
         frame.extend_from_slice(&body);
-        socket
-            .write_all(&frame)
-            .await
-            .map_err(|e| Launch::Gone(format!("send the request: {e}")))?;
-        let pid = ready(&socket).await.map_err(Launch::Gone)?;
-        self.count_spawn();
-        // From here the command's group is killed whatever happens.
-        let guard = GroupGuard::new(Some(pid));
-        let leaf = self
-            .cgroup()
-            .lease()
-            .map_err(|e| Launch::Failed(SandboxError::Warm(e)))?;
-        if let Some(leaf) = &leaf {
-            leaf.join(pid)
-                .map_err(|e| Launch::Failed(SandboxError::Warm(e)))?;
+        if let Err(e) = send_request(&spare.socket, &frame, [&in_r, &out_w, &err_w]).await {
+            if let Some(leaf) = spare.leaf.take() {
+                self.cgroup().release(leaf).await;
+            }
+            return Err(Launch::Gone(format!("send the command: {e}")));
         }
-        socket
-            .write_all(&[GO])
-            .await
-            .map_err(|e| Launch::Gone(format!("let the command start: {e}")))?;
+        drop((in_r, out_w, err_w));
+        self.count_spawn();
 
         let streams = Streams {
             stdout: Some(pipe::Receiver::from_owned_fd(out_r).map_err(failed)?),
@@ -340,12 +401,45 @@ impl Sandbox {
                 .transpose()
                 .map_err(failed)?,
         };
-        let ended = collect(self.policy(), req, streams, guard, ended(&mut socket)).await;
-        if let Some(leaf) = leaf {
+        let running = collect(self.policy(), req, streams, guard, ended(&mut spare.socket));
+        let (ended, ()) = tokio::join!(running, warm.replenish(self));
+        if let Some(leaf) = spare.leaf.take() {
             self.cgroup().release(leaf).await;
         }
         Ok(ended.map_err(Launch::Failed)?.output(start))
     }
+}
+
+/// Writes the framed request to a spare, its standard streams attached to the first bytes.
+async fn send_request(
+    socket: &UnixStream,
+    frame: &[u8],
+    fds: [&OwnedFd; 3],
+) -> std::io::Result<()> {
+    let raw = fds.map(AsRawFd::as_raw_fd);
+    let sent = socket
+        .async_io(Interest::WRITABLE, || {
+            let rights = [ControlMessage::ScmRights(&raw)];
+            sendmsg::<()>(
+                socket.as_raw_fd(),
+                &[IoSlice::new(frame)],
+                &rights,
+                MsgFlags::MSG_NOSIGNAL,
+                None,
+            )
+            .map_err(Into::into)
+        })
+        .await?;
+    let mut rest = &frame[sent..];
+    while !rest.is_empty() {
+        socket.writable().await?;
+        match socket.try_write(rest) {
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Makes reef's end of a socket non-blocking (the other end, in the sandbox, blocks).
@@ -356,7 +450,7 @@ fn nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Reads the command's "ready" and, from the credentials the kernel attaches to it, its pid
+/// Reads a spare's "ready" and, from the credentials the kernel attaches to it, its pid
 /// as reef sees it.
 async fn ready(socket: &UnixStream) -> Result<u32, String> {
     let mut byte = [0u8; 1];
@@ -377,13 +471,13 @@ async fn ready(socket: &UnixStream) -> Result<u32, String> {
             Ok((msg.bytes, pid))
         })
         .await
-        .map_err(|e| format!("wait for the command to start: {e}"))?;
+        .map_err(|e| format!("wait for a process to start: {e}"))?;
     if bytes == 0 || byte[0] != READY {
-        return Err("the warm sandbox closed the command's socket before it started".into());
+        return Err("the warm sandbox closed the socket of a process before it started".into());
     }
     pid.and_then(|p| u32::try_from(p).ok())
         .filter(|p| *p > 0)
-        .ok_or_else(|| "the command's start carried no pid".to_owned())
+        .ok_or_else(|| "the start of a process carried no pid".to_owned())
 }
 
 /// Reads how the command ended, as PID 1 reports it.

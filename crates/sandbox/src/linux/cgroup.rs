@@ -140,15 +140,44 @@ impl Leaf {
 
 impl Drop for SessionCgroup {
     fn drop(&mut self) {
-        let free = std::mem::take(self.free.get_mut().unwrap_or_else(|e| e.into_inner()));
-        let leaves = free.iter().flat_map(|l| l.dirs.iter()).chain(&self.shared);
-        for dir in leaves {
-            let _ = fs::remove_dir(dir); // still busy: swept by a later session
+        let parents: Vec<PathBuf> = self.parents.iter().map(|(dir, _, _)| dir.clone()).collect();
+        if remove_session(&parents) {
+            return;
         }
-        for (parent, _, _) in &self.parents {
-            let _ = fs::remove_dir(parent);
+        // Processes of the session are still dying (a warm sandbox's spares end with its PID
+        // 1, which the kernel kills a moment after its helper): retry for a second, off this
+        // thread. What still remains then is swept by a later session.
+        let retried = std::thread::Builder::new()
+            .name("reef-cgroup-cleanup".into())
+            .spawn(move || {
+                for _ in 0..100 {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    if remove_session(&parents) {
+                        return;
+                    }
+                }
+            });
+        if let Err(err) = retried {
+            tracing::debug!(%err, "cannot retry removing the session's cgroups");
         }
     }
+}
+
+/// Kills what is left in the session's cgroups and removes them; whether all are gone.
+fn remove_session(parents: &[PathBuf]) -> bool {
+    for parent in parents {
+        for entry in fs::read_dir(parent).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let leaf = Leaf {
+                    dirs: vec![entry.path()],
+                };
+                leaf.kill_all();
+                let _ = fs::remove_dir(entry.path());
+            }
+        }
+        let _ = fs::remove_dir(parent);
+    }
+    parents.iter().all(|p| !p.exists())
 }
 
 /// Joins the given cgroups (in the helper, before leaving the host's namespaces).
@@ -213,20 +242,10 @@ fn create_one(
     match made {
         Ok(shared) => Ok((dir, file, shared)),
         Err(e) => {
-            remove_tree(&dir);
+            remove_session(&[dir]);
             Err(e)
         }
     }
-}
-
-/// Removes a session directory and the cgroups in it (each must be empty).
-fn remove_tree(dir: &Path) {
-    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            let _ = fs::remove_dir(entry.path());
-        }
-    }
-    let _ = fs::remove_dir(dir);
 }
 
 /// Removes cgroups left by reef processes that have exited without cleaning up. A cgroup of
@@ -246,7 +265,7 @@ fn sweep(parent: &Path) {
             continue;
         };
         if !Path::new("/proc").join(owner).exists() {
-            remove_tree(&entry.path()); // fails (harmlessly) while still in use
+            remove_session(&[entry.path()]); // fails (harmlessly) while still in use
         }
     }
 }

@@ -14,7 +14,7 @@ mod sys;
 mod zygote;
 
 pub(crate) use sys::{async_fd, give_fd, landlock_abi, new_session};
-pub(crate) use zygote::{ENDED, GO, MAX_REQUEST, READY, SERVING, START};
+pub(crate) use zygote::{ENDED, MAX_REQUEST, READY, SERVING, SPARE};
 
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::prctl;

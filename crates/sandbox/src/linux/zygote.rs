@@ -1,13 +1,15 @@
 //! The warm sandbox's PID 1 (a zygote): built and confined once, it then forks every command
-//! of the session from itself. Each command gets a fresh process (its own session and process
-//! group, its own resource limits), reef moves it into a cgroup of its own before it may
-//! exec, and when it ends the zygote kills what it left in its group, and once no command
-//! runs, every other process and everything written to the private `/tmp`, before it reports
-//! the command's end. See `crate::warm` for reef's side of the conversation.
+//! of the session from itself. Each command starts as a spare, forked ahead of need: a fresh
+//! process in a session and process group of its own, which reef moves into a cgroup of its
+//! own and which waits for its request (program, environment, standard streams), then takes
+//! its resource limits and execs. When a command ends the zygote kills what it left in its
+//! group, and once no command runs, every other process and everything written to the private
+//! `/tmp`, before it reports the command's end. See `crate::warm` for reef's side.
 
 use super::spec::{HelperSpec, WarmCommand};
 use super::{confine, init, relay, sys};
 use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -23,14 +25,12 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
-/// The byte a start request carries, with its four descriptors.
-pub(crate) const START: u8 = b'C';
+/// The byte a request for a spare carries, with the spare's socket.
+pub(crate) const SPARE: u8 = b'C';
 /// The byte the zygote sends on the control socket once it is built and serves.
 pub(crate) const SERVING: u8 = b'W';
-/// The byte a command sends once it knows its request (reef reads its pid from it).
+/// The byte a spare sends once forked (reef reads its pid from it).
 pub(crate) const READY: u8 = b'R';
-/// The byte reef answers once the command is in its cgroup: it may exec.
-pub(crate) const GO: u8 = b'G';
 /// The byte before a command's wait status (an `i32`, little-endian).
 pub(crate) const ENDED: u8 = b'S';
 /// The largest request a command reads (program, arguments and environment).
@@ -52,6 +52,7 @@ pub(crate) fn serve(spec: &HelperSpec, relay: Option<TcpListener>) -> Result<i32
     let signals = SignalFd::with_flags(&chld, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
         .map_err(|e| format!("signalfd: {e}"))?;
     let tmp = Tmp::record(Path::new("/tmp"));
+    let lock = open_lock()?;
     send(control.as_raw_fd(), &[SERVING], MsgFlags::MSG_NOSIGNAL)
         .map_err(|e| format!("tell reef the sandbox is ready: {e}"))?;
 
@@ -60,6 +61,7 @@ pub(crate) fn serve(spec: &HelperSpec, relay: Option<TcpListener>) -> Result<i32
         running: BTreeMap::new(),
         relay,
         tmp,
+        lock: Some(lock),
     };
     loop {
         let (control_ready, signalled) = {
@@ -100,18 +102,31 @@ fn start_relay(listener: TcpListener) -> Result<Pid, String> {
 
 struct Zygote<'a> {
     spec: &'a HelperSpec,
-    /// Commands running, with the socket their end is reported on.
-    running: BTreeMap<Pid, OwnedFd>,
+    /// Spares and commands, by pid.
+    running: BTreeMap<Pid, Forked>,
     relay: Option<Pid>,
     tmp: Tmp,
+    /// Taken exclusively while the zygote decides whether no command runs and cleans up, and
+    /// shared by a spare from its request to its exec: no command starts during a clean-up.
+    /// (`None` only if it could not be given back after a clean-up: then none is done.)
+    lock: Option<OwnedFd>,
+}
+
+/// A forked spare or command.
+struct Forked {
+    /// Where its end is reported.
+    socket: OwnedFd,
+    /// Read end of a pipe whose write end the spare holds until it execs (close-on-exec):
+    /// `None` once it has started.
+    waiting: Option<OwnedFd>,
 }
 
 impl Zygote<'_> {
-    /// Receives one start request and forks its command. Returns `false` when reef has closed
+    /// Receives one request for a spare and forks it. Returns `false` when reef has closed
     /// the control socket.
     fn accept(&mut self, control: &OwnedFd) -> Result<bool, String> {
         let mut byte = [0u8; 1];
-        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 4]);
+        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
         let (bytes, fds) = {
             let mut iov = [IoSliceMut::new(&mut byte)];
             let msg = match recvmsg::<()>(
@@ -122,12 +137,12 @@ impl Zygote<'_> {
             ) {
                 Ok(msg) => msg,
                 Err(Errno::EINTR | Errno::EAGAIN) => return Ok(true),
-                Err(e) => return Err(format!("read a start request: {e}")),
+                Err(e) => return Err(format!("read a request for a spare: {e}")),
             };
             let mut fds = Vec::new();
             for cmsg in msg
                 .cmsgs()
-                .map_err(|e| format!("read a start request: {e}"))?
+                .map_err(|e| format!("read a request for a spare: {e}"))?
             {
                 if let ControlMessageOwned::ScmRights(raw) = cmsg {
                     fds.extend(raw);
@@ -138,22 +153,43 @@ impl Zygote<'_> {
         if bytes == 0 {
             return Ok(false);
         }
-        let Ok::<[OwnedFd; 4], _>([stdin, stdout, stderr, socket]) = fds.try_into() else {
+        let Ok::<[OwnedFd; 1], _>([socket]) = fds.try_into() else {
             // Not a request reef sends: ignore it (its descriptors are closed on drop).
+            return Ok(true);
+        };
+        // reef sees the socket close before the spare said it was ready when this fails.
+        let Ok((waiting, started)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
             return Ok(true);
         };
         match sys::fork_process() {
             Ok(ForkResult::Child) => {
-                let code = command(self.spec, stdin, stdout, stderr, socket);
+                drop(waiting);
+                let code = spare(self.spec, socket, started);
                 std::process::exit(code);
             }
             Ok(ForkResult::Parent { child }) => {
-                self.running.insert(child, socket);
+                let waiting = Some(waiting);
+                self.running.insert(child, Forked { socket, waiting });
             }
-            // reef sees the socket close before the command said it was ready.
-            Err(_) => drop(socket),
+            Err(_) => {}
         }
         Ok(true)
+    }
+
+    /// Whether no forked process has started a command (each waits for its request), with
+    /// the state of those whose request came read anew.
+    fn idle(&mut self) -> bool {
+        for forked in self.running.values_mut() {
+            let started = forked.waiting.as_ref().is_none_or(|pipe| {
+                let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::POLLIN)];
+                // Readable or hung up: the write end is closed, the spare has exec'd (or died).
+                matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+            });
+            if started {
+                forked.waiting = None;
+            }
+        }
+        self.running.values().all(|f| f.waiting.is_some())
     }
 
     /// Reaps every process that has ended; for each command among them, kills what it left
@@ -175,17 +211,26 @@ impl Zygote<'_> {
             if Some(pid) == self.relay {
                 self.relay = None;
             }
-            if let Some(socket) = self.running.remove(&pid) {
+            if let Some(forked) = self.running.remove(&pid) {
                 let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
-                reports.push((socket, status));
+                reports.push((forked.socket, status));
             }
         }
         if reports.is_empty() {
             return;
         }
-        if self.running.is_empty() {
-            self.kill_leftovers();
-            self.tmp.clear();
+        // No spare may start its command while this decides and cleans up.
+        if let Some(lock) = self.lock.take() {
+            match Flock::lock(lock, FlockArg::LockExclusive) {
+                Ok(locked) => {
+                    if self.idle() {
+                        self.kill_leftovers();
+                        self.tmp.clear();
+                    }
+                    self.lock = locked.unlock().ok();
+                }
+                Err((lock, _)) => self.lock = Some(lock),
+            }
         }
         for (socket, status) in reports {
             let mut message = [0u8; 5];
@@ -227,47 +272,51 @@ fn children_of_init() -> Vec<Pid> {
         .collect()
 }
 
-/// The forked command: takes its descriptors, reads its request, reports ready, waits for
-/// reef to place it in its cgroup, then becomes the program. Returns an exit code only when
-/// it could not.
-fn command(
-    spec: &HelperSpec,
-    stdin: OwnedFd,
-    stdout: OwnedFd,
-    stderr: OwnedFd,
-    socket: OwnedFd,
-) -> i32 {
+/// Opens the root directory for the clean-up lock (a description of its own per process).
+fn open_lock() -> Result<OwnedFd, String> {
+    nix::fcntl::open(
+        "/",
+        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| format!("open the clean-up lock: {e}"))
+}
+
+/// A forked spare: reports ready (reef reads its pid and moves it into its cgroup), waits for
+/// its request with its standard streams, then becomes the program. Returns an exit code only
+/// when it could not. `started` is closed by the exec, telling the zygote it runs.
+fn spare(spec: &HelperSpec, socket: OwnedFd, started: OwnedFd) -> i32 {
     let fail = |message: String| {
         let _ = writeln!(std::io::stderr(), "reef-sandbox: {message}");
         init::SETUP_FAILED
     };
-    if let Err(e) = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None) {
-        return fail(format!("unblock signals: {e}"));
+    if sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None).is_err()
+        || nix::unistd::setsid().is_err()
+    {
+        return init::SETUP_FAILED;
     }
-    if let Err(e) = nix::unistd::setsid() {
-        return fail(format!("setsid: {e}"));
+    let mut socket = UnixStream::from(socket);
+    if socket.write_all(&[READY]).is_err() {
+        return init::SETUP_FAILED;
     }
+    let Ok((request, [stdin, stdout, stderr])) = read_request(&socket) else {
+        // reef dropped the spare (its session ended) or sent something else: nothing to run.
+        return init::SETUP_FAILED;
+    };
+    // Held until the exec closes it: the zygote does not clean up while this starts.
+    let Ok(lock) = open_lock() else {
+        return init::SETUP_FAILED;
+    };
+    let Ok(lock) = Flock::lock(lock, FlockArg::LockShared) else {
+        return init::SETUP_FAILED;
+    };
     let stdio = dup2_stdin(&stdin)
         .and_then(|()| dup2_stdout(&stdout))
         .and_then(|()| dup2_stderr(&stderr));
     if let Err(e) = stdio {
         return fail(format!("take the command's standard streams: {e}"));
     }
-    drop((stdin, stdout, stderr));
-    let mut socket = UnixStream::from(socket);
-    let request = match read_request(&mut socket) {
-        Ok(request) => request,
-        // reef gave up on the run before sending it: nothing to run.
-        Err(_) => return init::SETUP_FAILED,
-    };
-    let mut go = [0u8; 1];
-    let placed = socket
-        .write_all(&[READY])
-        .and_then(|()| socket.read_exact(&mut go));
-    if placed.is_err() || go[0] != GO {
-        return init::SETUP_FAILED;
-    }
-    drop(socket);
+    drop((stdin, stdout, stderr, socket));
     if let Err(message) = confine::rlimits(&spec.limits) {
         return fail(message);
     }
@@ -279,20 +328,50 @@ fn command(
     let (Ok(argv), Ok(env)) = (argv, env) else {
         return fail("an argument or variable contains a NUL byte".into());
     };
-    init::exec(&spec.workspace.join(&request.cwd), &argv, &env)
+    let code = init::exec(&spec.workspace.join(&request.cwd), &argv, &env);
+    drop((lock, started));
+    code
 }
 
-/// Reads the length-prefixed request reef writes on the command's socket.
-fn read_request(socket: &mut UnixStream) -> Result<WarmCommand, String> {
+/// Reads the request reef writes on a spare's socket: its length (4 bytes, little-endian),
+/// carrying the command's stdin, stdout and stderr, then the request itself.
+fn read_request(socket: &UnixStream) -> Result<(WarmCommand, [OwnedFd; 3]), String> {
     let mut len = [0u8; 4];
-    socket.read_exact(&mut len).map_err(|e| e.to_string())?;
+    let mut got = 0;
+    let mut fds = Vec::new();
+    while got < len.len() {
+        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 3]);
+        let mut iov = [IoSliceMut::new(&mut len[got..])];
+        let msg = recvmsg::<()>(
+            socket.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        )
+        .map_err(|e| e.to_string())?;
+        for cmsg in msg.cmsgs().map_err(|e| e.to_string())? {
+            if let ControlMessageOwned::ScmRights(raw) = cmsg {
+                fds.extend(sys::own_received(&raw));
+            }
+        }
+        if msg.bytes == 0 {
+            return Err("the socket closed".into());
+        }
+        got += msg.bytes;
+    }
+    let fds: [OwnedFd; 3] = fds
+        .try_into()
+        .map_err(|_| "the request did not carry three streams".to_owned())?;
     let len = u32::from_le_bytes(len);
     if len > MAX_REQUEST {
         return Err(format!("a request of {len} bytes"));
     }
     let mut body = vec![0u8; len as usize];
-    socket.read_exact(&mut body).map_err(|e| e.to_string())?;
-    serde_json::from_slice(&body).map_err(|e| e.to_string())
+    (&*socket)
+        .read_exact(&mut body)
+        .map_err(|e| e.to_string())?;
+    let request = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+    Ok((request, fds))
 }
 
 /// What the private `/tmp` held when the sandbox was built (the directories leading to the
