@@ -16,6 +16,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// close at once; this only bounds the wait when a process that left the group (e.g. via
 /// `setsid`) still holds them open.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+/// How long a process may take to end after SIGKILL before the run fails (a process stuck in
+/// the kernel, or a warm sandbox that no longer reports).
+const KILL_WAIT: Duration = Duration::from_secs(10);
 
 /// Bytes kept from one stream plus whether anything was discarded.
 #[derive(Debug, Default)]
@@ -157,7 +160,13 @@ async fn wait_or_stop<W: Future<Output = std::io::Result<ExitStatus>>>(
         return Ok((status?, true));
     }
     signal_group(pgid, Signal::KILL);
-    Ok((waiting.await?, true))
+    match tokio::time::timeout(KILL_WAIT, waiting).await {
+        Ok(status) => Ok((status?, true)),
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("the process did not end within {KILL_WAIT:?} of SIGKILL"),
+        )),
+    }
 }
 
 /// Writes `data` to the child's stdin and closes it. A child that exits without reading

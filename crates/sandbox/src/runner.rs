@@ -180,6 +180,12 @@ impl Sandbox {
 }
 
 impl Sandbox {
+    /// The session's cgroups, shared (created if need be).
+    pub(crate) fn cgroups(&self) -> Arc<OnceLock<SessionCgroup>> {
+        self.cgroup();
+        Arc::clone(&self.cgroup)
+    }
+
     /// The session's cgroups, created at the first kernel-confined run.
     pub(crate) fn cgroup(&self) -> &SessionCgroup {
         self.cgroup
@@ -218,9 +224,10 @@ impl Sandbox {
     }
 
     /// The command's environment: the allowed variables of reef's own, `HOME` (the
-    /// workspace), the proxy variables in `allowlist` mode, then the request's own.
+    /// workspace), the proxy variables in `allowlist` mode, then the request's own; a later
+    /// value of a name replaces an earlier one.
     pub(crate) fn command_env(&self, req: &ExecRequest) -> Vec<(OsString, OsString)> {
-        let mut env: Vec<(OsString, OsString)> = Vec::new();
+        let mut env = EnvList::default();
         for name in &self.policy.env_allow {
             if let Some(value) = std::env::var_os(name) {
                 env.push((name.into(), value));
@@ -240,7 +247,20 @@ impl Sandbox {
         for (name, value) in &req.env {
             env.push((name.into(), value.into()));
         }
-        env
+        env.0
+    }
+}
+
+/// Variables in the order first set, each name once with its last value.
+#[derive(Default)]
+struct EnvList(Vec<(OsString, OsString)>);
+
+impl EnvList {
+    fn push(&mut self, (name, value): (OsString, OsString)) {
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some(entry) => entry.1 = value,
+            None => self.0.push((name, value)),
+        }
     }
 }
 

@@ -10,7 +10,7 @@
 use crate::capture::{Streams, collect};
 use crate::error::SandboxError;
 use crate::group::GroupGuard;
-use crate::linux::cgroup::Leaf;
+use crate::linux::cgroup::{Leaf, SessionCgroup};
 use crate::linux::spec::{CONTROL_FD, HelperSpec, POLICY_ENV, WarmCommand};
 use crate::linux::{ENDED, READY, SERVING, SPARE, give_fd, new_session};
 use crate::policy::HelperCommand;
@@ -26,7 +26,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncReadExt, Interest};
@@ -51,13 +51,35 @@ pub(crate) struct Warm {
     spares: Mutex<Vec<Spare>>,
 }
 
-/// A forked process waiting for its request, already in its own cgroup.
+/// How long a spare may take to say it is ready.
+const SPARE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A forked process waiting for its request, already in its own cgroup. Dropping it kills
+/// what is in that cgroup (the spare, or what its command left) and keeps the cgroup for a
+/// later command.
 #[derive(Debug)]
 struct Spare {
     socket: UnixStream,
     /// As reef sees it; also its process group.
     pid: u32,
     leaf: Option<Leaf>,
+    cgroups: Arc<OnceLock<SessionCgroup>>,
+}
+
+impl Spare {
+    /// Whether it still waits for its request (neither ended nor gone with its sandbox).
+    fn waiting(&self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(self.socket.try_read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+}
+
+impl Drop for Spare {
+    fn drop(&mut self) {
+        if let (Some(leaf), Some(cgroups)) = (self.leaf.take(), self.cgroups.get()) {
+            cgroups.release(leaf);
+        }
+    }
 }
 
 /// Why a command could not run in a warm sandbox.
@@ -185,7 +207,10 @@ impl Warm {
         drop(theirs);
         let socket =
             UnixStream::from_std(std::os::unix::net::UnixStream::from(ours)).map_err(io)?;
-        let pid = ready(&socket).await.map_err(Launch::Gone)?;
+        let pid = tokio::time::timeout(SPARE_TIMEOUT, ready(&socket))
+            .await
+            .map_err(|_| Launch::Gone("a new process did not start within 10 s".into()))?
+            .map_err(Launch::Gone)?;
         let spare = Spare {
             socket,
             pid,
@@ -193,6 +218,7 @@ impl Warm {
                 .cgroup()
                 .lease()
                 .map_err(|e| Launch::Failed(SandboxError::Warm(e)))?,
+            cgroups: sandbox.cgroups(),
         };
         if let Some(leaf) = &spare.leaf {
             leaf.join(pid)
@@ -201,16 +227,20 @@ impl Warm {
         Ok(spare)
     }
 
-    /// A ready spare, or a new one.
+    /// A waiting spare, or a new one.
     async fn take_spare(&self, sandbox: &Sandbox) -> Result<Spare, Launch> {
-        let ready = self
-            .spares
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        match ready {
-            Some(spare) => Ok(spare),
-            None => self.make_spare(sandbox).await,
+        loop {
+            let ready = self
+                .spares
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop();
+            match ready {
+                // One that ended (killed by a command of the session) is dropped.
+                Some(spare) if spare.waiting() => return Ok(spare),
+                Some(_) => {}
+                None => return self.make_spare(sandbox).await,
+            }
         }
     }
 
@@ -283,7 +313,13 @@ impl Sandbox {
             };
             match self.run_in(&warm, &req, &command, start).await {
                 Ok(output) => return Ok(output),
-                Err(Launch::Failed(error)) => return Err(error),
+                Err(Launch::Failed(error)) => {
+                    // A sandbox that failed around a command is not trusted with another.
+                    if matches!(error, SandboxError::Io { .. } | SandboxError::Warm(_)) {
+                        self.forget(&warm).await;
+                    }
+                    return Err(error);
+                }
                 Err(Launch::Gone(why)) if !retried => {
                     tracing::warn!(%why, "the warm sandbox is gone; starting another");
                     self.forget(&warm).await;
@@ -385,9 +421,6 @@ impl Sandbox {
         let mut frame = len.to_le_bytes().to_vec();
         frame.extend_from_slice(&body);
         if let Err(e) = send_request(&spare.socket, &frame, [&in_r, &out_w, &err_w]).await {
-            if let Some(leaf) = spare.leaf.take() {
-                self.cgroup().release(leaf).await;
-            }
             return Err(Launch::Gone(format!("send the command: {e}")));
         }
         drop((in_r, out_w, err_w));
@@ -403,9 +436,8 @@ impl Sandbox {
         };
         let running = collect(self.policy(), req, streams, guard, ended(&mut spare.socket));
         let (ended, ()) = tokio::join!(running, warm.replenish(self));
-        if let Some(leaf) = spare.leaf.take() {
-            self.cgroup().release(leaf).await;
-        }
+        // What the command left in its cgroup is killed, and the cgroup kept.
+        drop(spare);
         Ok(ended.map_err(Launch::Failed)?.output(start))
     }
 }

@@ -71,14 +71,17 @@ impl SessionCgroup {
         &self.shared
     }
 
-    /// A command's own cgroups: a free one of an earlier command, or new ones. `None` when
+    /// A command's own cgroups: an emptied one of an earlier command, or new ones. `None` when
     /// the session has no cgroups.
     pub(crate) fn lease(&self) -> Result<Option<Leaf>, String> {
         if self.parents.is_empty() {
             return Ok(None);
         }
-        if let Some(leaf) = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
-            return Ok(Some(leaf));
+        {
+            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = free.iter().position(Leaf::is_empty) {
+                return Ok(Some(free.swap_remove(i)));
+            }
         }
         let n = self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut leaf = Leaf { dirs: Vec::new() };
@@ -92,20 +95,14 @@ impl SessionCgroup {
         Ok(Some(leaf))
     }
 
-    /// Kills whatever is still in `leaf` and keeps it for the next command; one that does not
-    /// empty (a process stuck in the kernel) is not reused.
-    pub(crate) async fn release(&self, leaf: Leaf) {
-        for _ in 0..100 {
-            if leaf.kill_all() == 0 {
-                self.free
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(leaf);
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-        tracing::warn!(cgroup = ?leaf.dirs, "a command's cgroup did not empty; not reused");
+    /// Kills whatever is still in `leaf` and keeps it for a later command, which takes it once
+    /// it is empty.
+    pub(crate) fn release(&self, leaf: Leaf) {
+        leaf.kill_all();
+        self.free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(leaf);
     }
 }
 
@@ -119,22 +116,30 @@ impl Leaf {
         Ok(())
     }
 
-    /// Sends SIGKILL to every process in these cgroups; returns how many there were.
-    fn kill_all(&self) -> usize {
-        let mut found = 0;
+    /// Kills every process in these cgroups (`cgroup.kill` where the kernel has it, else
+    /// SIGKILL to each listed process).
+    fn kill_all(&self) {
         for dir in &self.dirs {
+            if fs::write(dir.join("cgroup.kill"), "1").is_ok() {
+                continue;
+            }
             let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
             for pid in procs
                 .split_whitespace()
                 .filter_map(|p| p.parse::<i32>().ok())
             {
-                found += 1;
                 if let Some(pid) = rustix::process::Pid::from_raw(pid) {
                     let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
                 }
             }
         }
-        found
+    }
+
+    /// Whether no process is in these cgroups.
+    fn is_empty(&self) -> bool {
+        self.dirs.iter().all(|dir| {
+            fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|procs| procs.trim().is_empty())
+        })
     }
 }
 

@@ -6,7 +6,7 @@ use super::spec::PROXY_PORT;
 use crate::policy::{Limits, NetworkMode};
 use landlock::{
     ABI, Access, AccessFs, AccessNet, LandlockStatus, NetPort, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::resource::{Resource, setrlimit};
@@ -89,6 +89,29 @@ pub(crate) fn landlock(writable: &[PathBuf], network: NetworkMode) -> Result<(),
         return Err(format!("landlock is not enforced: Landlock is {why}"));
     }
     Ok(())
+}
+
+/// A further Landlock layer for one command of a warm sandbox, which takes away no file
+/// access: the command gets a domain of its own, so it cannot trace or read the memory,
+/// environment or descriptors of the session's other commands, spares, relay or PID 1 (nor
+/// signal them, or reach their abstract unix sockets, where the kernel scopes those: Landlock
+/// ABI 6, Linux 6.12).
+pub(crate) fn isolate() -> Result<(), String> {
+    let err = |e: landlock::RulesetError| format!("landlock (command's own domain): {e}");
+    let execute = AccessFs::Execute;
+    let root = PathFd::new("/").map_err(|e| format!("landlock: open /: {e}"))?;
+    Ruleset::default()
+        .handle_access(execute)
+        .map_err(err)?
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)
+        .map_err(err)?
+        .create()
+        .map_err(err)?
+        .add_rule(PathBeneath::new(root, execute))
+        .map_err(err)?
+        .restrict_self()
+        .map_err(err)
+        .map(drop)
 }
 
 /// Resource limits (soft = hard, so the command cannot raise them).

@@ -4,11 +4,13 @@
 
 mod as_root;
 pub(crate) mod cgroup;
+mod cleanup;
 mod confine;
 mod init;
 mod layers;
 mod mounts;
 mod relay;
+mod spare;
 pub(crate) mod spec;
 mod sys;
 mod zygote;

@@ -166,6 +166,24 @@ pub(crate) fn enter_view(
             None::<&str>,
         ),
     )?;
+    // So is /dev (its devices are mounts of their own and stay writable, as does /dev/shm):
+    // nothing there can be replaced or added, such as a `/dev/fd` leading elsewhere for the
+    // next command of a warm sandbox.
+    step(
+        "remount /dev read-only",
+        Path::new("/dev"),
+        mount(
+            None::<&str>,
+            "/dev",
+            None::<&str>,
+            MsFlags::MS_REMOUNT
+                | MsFlags::MS_BIND
+                | MsFlags::MS_RDONLY
+                | MsFlags::MS_NOSUID
+                | MsFlags::MS_NOEXEC,
+            None::<&str>,
+        ),
+    )?;
     Ok(())
 }
 

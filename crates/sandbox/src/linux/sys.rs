@@ -1,5 +1,5 @@
 //! The audited unsafe corner of reef: `fork` in the sandbox helper, handing descriptors to a
-//! warm sandbox and taking those it receives, the Landlock version
+//! warm sandbox and taking those it receives, removing System V IPC objects, the Landlock version
 //! query, idmapping a detached mount (`mount_setattr`, for a reef running as root), bringing up loopback in a new network namespace, `setsid` between fork and exec
 //! of every command reef starts, and a pseudo-terminal: taken as controlling terminal, and its
 //! controlling side registered with tokio.
@@ -99,6 +99,70 @@ pub(crate) fn own_received(fds: &[std::os::fd::RawFd]) -> Vec<std::os::fd::Owned
         // nothing else refers to them yet.
         .map(|fd| unsafe { std::os::fd::OwnedFd::from_raw_fd(*fd) })
         .collect()
+}
+
+/// Takes (or, with `None`, releases) this process's lock on the whole of `file`: a POSIX record
+/// lock, held by the process (not inherited by a fork) until it releases it or closes any
+/// descriptor of the file (an exec closes the close-on-exec ones). `Some(true)` shares it,
+/// `Some(false)` takes it alone; `wait` blocks until it is free, otherwise a taken lock fails
+/// with `EAGAIN`/`EACCES`.
+pub(crate) fn lock_record(
+    file: &std::os::fd::OwnedFd,
+    shared: bool,
+    wait: bool,
+) -> nix::Result<()> {
+    set_record_lock(
+        file,
+        if shared { libc::F_RDLCK } else { libc::F_WRLCK },
+        wait,
+    )
+}
+
+/// Releases this process's record lock on `file`.
+pub(crate) fn unlock_record(file: &std::os::fd::OwnedFd) -> nix::Result<()> {
+    set_record_lock(file, libc::F_UNLCK, false)
+}
+
+fn set_record_lock(file: &std::os::fd::OwnedFd, kind: libc::c_int, wait: bool) -> nix::Result<()> {
+    use nix::fcntl::{FcntlArg, fcntl};
+    let lock = libc::flock {
+        l_type: kind as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    };
+    let arg = if wait {
+        FcntlArg::F_SETLKW(&lock)
+    } else {
+        FcntlArg::F_SETLK(&lock)
+    };
+    fcntl(file, arg).map(drop)
+}
+
+/// Removes every System V shared memory segment, semaphore set and message queue of this IPC
+/// namespace that this process may remove (those the sandbox's commands made).
+pub(crate) fn remove_ipc_objects() {
+    for (file, kind) in [("shm", 0), ("sem", 1), ("msg", 2)] {
+        let text = std::fs::read_to_string(format!("/proc/sysvipc/{file}")).unwrap_or_default();
+        // A header line, then `key id …` per object.
+        for id in text
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<libc::c_int>().ok())
+        {
+            // SAFETY: IPC_RMID takes no buffer (a null pointer, or no fourth argument for
+            // semctl): the kernel reads and writes no memory of this process; an id that is
+            // gone or not ours only fails.
+            unsafe {
+                match kind {
+                    0 => libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()),
+                    1 => libc::semctl(id, 0, libc::IPC_RMID),
+                    _ => libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()),
+                };
+            }
+        }
+    }
 }
 
 /// Forks the (single-threaded) helper.

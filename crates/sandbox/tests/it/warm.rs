@@ -217,3 +217,46 @@ fn kill(pid: u32) {
     let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
 }
+
+#[tokio::test]
+async fn programs_are_found_on_the_path_the_request_gives() {
+    let ws = workspace();
+    std::fs::create_dir(ws.path().join("bin")).unwrap();
+    let tool = ws.path().join("bin/reef-tool");
+    std::fs::write(&tool, "echo from the tool\n").unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let sandbox = Sandbox::new(confined_policy());
+    let mut req = ExecRequest::new(
+        "reef-tool",
+        vec![],
+        ws.path().to_path_buf(),
+        Duration::from_secs(30),
+    );
+    let path = format!("{}:/usr/bin:/bin", ws.path().join("bin").display());
+    req.env.push(("PATH".into(), path));
+    // A file without `#!` runs under /bin/sh, as a shell runs it.
+    let out = run(&sandbox, req.clone()).await;
+    assert_eq!(out.stdout, "from the tool\n", "{out:?}");
+    req.program = "reef-no-such-tool".into();
+    let out = run(&sandbox, req).await;
+    assert_eq!(out.exit_code, Some(127), "{out:?}");
+    assert!(
+        out.stderr.contains("cannot execute reef-no-such-tool"),
+        "{out:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_workspace_that_is_the_hosts_tmp_is_never_emptied() {
+    let sandbox = Sandbox::new(confined_policy());
+    let tmp = std::env::temp_dir();
+    run(&sandbox, sh("true", &tmp)).await;
+    // Made on the host while the session runs: not the sandbox's to remove.
+    let kept = tempfile::NamedTempFile::new_in(&tmp).unwrap();
+    let out = run(&sandbox, sh("true", &tmp)).await;
+    assert!(out.success());
+    assert!(
+        kept.path().exists(),
+        "the clean-up removed a file of the host's /tmp"
+    );
+}
