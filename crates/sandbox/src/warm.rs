@@ -12,7 +12,7 @@ use crate::error::SandboxError;
 use crate::group::GroupGuard;
 use crate::linux::cgroup::{Leaf, SessionCgroup};
 use crate::linux::spec::{CONTROL_FD, HelperSpec, POLICY_ENV, WarmCommand};
-use crate::linux::{ENDED, READY, SERVING, SPARE, give_fd, new_session};
+use crate::linux::{ENDED, PLACE, PLACED, READY, SERVING, SPARE, give_fd, new_session};
 use crate::policy::HelperCommand;
 use crate::request::{ExecOutput, ExecRequest};
 use crate::runner::Sandbox;
@@ -211,7 +211,7 @@ impl Warm {
             .await
             .map_err(|_| Launch::Gone("a new process did not start within 10 s".into()))?
             .map_err(Launch::Gone)?;
-        let spare = Spare {
+        let mut spare = Spare {
             socket,
             pid,
             leaf: sandbox
@@ -220,11 +220,48 @@ impl Warm {
                 .map_err(|e| Launch::Failed(SandboxError::Warm(e)))?,
             cgroups: sandbox.cgroups(),
         };
-        if let Some(leaf) = &spare.leaf {
-            leaf.join(pid)
-                .map_err(|e| Launch::Failed(SandboxError::Warm(e)))?;
+        // On cgroup v1 the spare moves itself (its one thread, through `tasks` files opened
+        // here), which spares the kernel's system-wide migration lock; elsewhere reef moves it.
+        let place = |e: String| Launch::Failed(SandboxError::Warm(e));
+        let tasks = match &spare.leaf {
+            Some(leaf) => match leaf.tasks_files().map_err(place)? {
+                Some(files) => files,
+                None => {
+                    leaf.join(pid).map_err(place)?;
+                    Vec::new()
+                }
+            },
+            None => Vec::new(),
+        };
+        let raw: Vec<_> = tasks.iter().map(AsRawFd::as_raw_fd).collect();
+        spare
+            .socket
+            .async_io(Interest::WRITABLE, || {
+                let rights = [ControlMessage::ScmRights(&raw)];
+                let rights: &[ControlMessage] = if raw.is_empty() { &[] } else { &rights };
+                sendmsg::<()>(
+                    spare.socket.as_raw_fd(),
+                    &[IoSlice::new(&[PLACE])],
+                    rights,
+                    MsgFlags::MSG_NOSIGNAL,
+                    None,
+                )
+                .map_err(Into::into)
+            })
+            .await
+            .map_err(io)?;
+        let mut answer = vec![0u8; 512];
+        let n = tokio::time::timeout(SPARE_TIMEOUT, spare.socket.read(&mut answer))
+            .await
+            .map_err(|_| Launch::Gone("a new process did not answer within 10 s".into()))?
+            .map_err(io)?;
+        match answer[..n].split_first() {
+            Some((&PLACED, [])) => Ok(spare),
+            Some((b'E', why)) => Err(place(String::from_utf8_lossy(why).into_owned())),
+            _ => Err(Launch::Gone(
+                "a new process ended before it was placed in its cgroup".into(),
+            )),
         }
-        Ok(spare)
     }
 
     /// A waiting spare, or a new one.

@@ -116,6 +116,25 @@ impl Leaf {
         Ok(())
     }
 
+    /// The `tasks` file of each of these cgroups, opened for writing, when all are cgroup v1:
+    /// a process given them moves its own (single) thread in by writing `0`, which the kernel
+    /// does without its system-wide migration lock. `None` on cgroup v2.
+    pub(crate) fn tasks_files(&self) -> Result<Option<Vec<std::os::fd::OwnedFd>>, String> {
+        let mut files = Vec::new();
+        for dir in &self.dirs {
+            let tasks = dir.join("tasks");
+            if !tasks.exists() {
+                return Ok(None);
+            }
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .open(&tasks)
+                .map_err(|e| format!("open {}: {e}", tasks.display()))?;
+            files.push(file.into());
+        }
+        Ok(Some(files))
+    }
+
     /// Kills every process in these cgroups (`cgroup.kill` where the kernel has it, else
     /// SIGKILL to each listed process).
     fn kill_all(&self) {
@@ -185,12 +204,20 @@ fn remove_session(parents: &[PathBuf]) -> bool {
     parents.iter().all(|p| !p.exists())
 }
 
-/// Joins the given cgroups (in the helper, before leaving the host's namespaces).
+/// Joins the given cgroups (in the helper, before leaving the host's namespaces). Must be
+/// called in a single-threaded process: on cgroup v1 it moves its one thread by writing `0`
+/// to `tasks`, which the kernel does without the system-wide lock (and its wait for an RCU
+/// grace period, about 10 ms here) that moving a whole process through `cgroup.procs` takes.
 pub(crate) fn join(dirs: &[PathBuf]) -> Result<(), String> {
     let me = std::process::id().to_string();
     for dir in dirs {
-        fs::write(dir.join("cgroup.procs"), &me)
-            .map_err(|e| format!("join cgroup {}: {e}", dir.display()))?;
+        let tasks = dir.join("tasks");
+        let (file, value) = if tasks.exists() {
+            (tasks, "0")
+        } else {
+            (dir.join("cgroup.procs"), me.as_str())
+        };
+        fs::write(&file, value).map_err(|e| format!("join cgroup {}: {e}", dir.display()))?;
     }
     Ok(())
 }

@@ -16,7 +16,7 @@ mod sys;
 mod zygote;
 
 pub(crate) use sys::{async_fd, give_fd, landlock_abi, new_session};
-pub(crate) use zygote::{ENDED, MAX_REQUEST, READY, SERVING, SPARE};
+pub(crate) use zygote::{ENDED, MAX_REQUEST, PLACE, PLACED, READY, SERVING, SPARE};
 
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::prctl;

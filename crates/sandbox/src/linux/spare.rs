@@ -4,7 +4,7 @@
 //! commands, applies its limits and becomes the program.
 
 use super::spec::{HelperSpec, WarmCommand};
-use super::zygote::{MAX_REQUEST, READY};
+use super::zygote::{MAX_REQUEST, PLACE, PLACED, READY};
 use super::{confine, init, sys};
 use nix::errno::Errno;
 use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
@@ -34,6 +34,16 @@ pub(crate) fn run(spec: &HelperSpec, socket: OwnedFd, lock: &OwnedFd, started: O
     }
     let mut socket = UnixStream::from(socket);
     if socket.write_all(&[READY]).is_err() {
+        return init::SETUP_FAILED;
+    }
+    // Into its own cgroup before anything else: through the `tasks` files reef sends (cgroup
+    // v1), or reef has moved it already.
+    let placed = take_place(&socket);
+    let answer = match &placed {
+        Ok(()) => vec![PLACED],
+        Err(why) => [b"E".as_slice(), why.as_bytes()].concat(),
+    };
+    if socket.write_all(&answer).is_err() || placed.is_err() {
         return init::SETUP_FAILED;
     }
     let Ok((request, [stdin, stdout, stderr])) = read_request(&socket) else {
@@ -132,6 +142,36 @@ fn run_as_script(file: &CStr, argv: &[CString], env: &[CString]) -> i32 {
         err.map_or("unknown error", |e| e.desc())
     );
     init::EXEC_FAILED
+}
+
+/// Reads reef's word that the spare's cgroup is ready and writes this process into each
+/// `tasks` file that came with it.
+fn take_place(socket: &UnixStream) -> Result<(), String> {
+    let mut byte = [0u8; 1];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 4]);
+    let mut iov = [IoSliceMut::new(&mut byte)];
+    let msg = recvmsg::<()>(
+        socket.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_CMSG_CLOEXEC,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut files = Vec::new();
+    for cmsg in msg.cmsgs().map_err(|e| e.to_string())? {
+        if let ControlMessageOwned::ScmRights(raw) = cmsg {
+            files.extend(sys::own_received(&raw));
+        }
+    }
+    if msg.bytes != 1 || byte[0] != PLACE {
+        return Err("reef did not place the process".into());
+    }
+    for file in files {
+        std::fs::File::from(file)
+            .write_all(b"0")
+            .map_err(|e| format!("join the command's cgroup: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Reads the request reef writes on a spare's socket: its length (4 bytes, little-endian),

@@ -28,6 +28,11 @@ pub(crate) const SPARE: u8 = b'C';
 pub(crate) const SERVING: u8 = b'W';
 /// The byte a spare sends once forked (reef reads its pid from it).
 pub(crate) const READY: u8 = b'R';
+/// The byte reef answers once the spare's cgroup is ready, with the cgroup v1 `tasks` files
+/// the spare writes itself into (none when reef has moved it).
+pub(crate) const PLACE: u8 = b'P';
+/// The byte a spare answers once in its cgroup (or `E` and why it could not join).
+pub(crate) const PLACED: u8 = b'K';
 /// The byte before a command's wait status (an `i32`, little-endian).
 pub(crate) const ENDED: u8 = b'S';
 /// The largest request a command reads (program, arguments and environment).
