@@ -44,7 +44,8 @@ pub struct AgentView {
     pub clamped: Vec<String>,
     /// What confines its commands (one agent only): backend, network and `allow_domains`
     /// (its template's, narrowed to its capabilities' domains), `writable` paths besides the
-    /// workspace, and `limits` (null: none).
+    /// workspace, `warm` (commands forked from one sandbox per session), and `limits` (null:
+    /// none).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<std::collections::BTreeMap<String, serde_json::Value>>")]
     pub sandbox: Option<serde_json::Value>,

@@ -385,7 +385,8 @@ fn report(item: &Value, json: bool) {
 }
 
 /// An agent's sandbox in one line: backend, network (with its domains), writable paths
-/// besides the workspace, and the limits that apply.
+/// besides the workspace, the limits that apply, and whether commands are forked from a warm
+/// sandbox.
 fn sandbox_line(sandbox: &Value) -> String {
     let list = |v: &Value| {
         v.as_array()
@@ -435,5 +436,12 @@ fn sandbox_line(sandbox: &Value) -> String {
         l["max_processes"],
         l["open_files"]
     ));
+    if s(sandbox, "backend") == "landlock" {
+        line.push_str(if sandbox["warm"] == Value::Bool(true) {
+            ", commands forked from a warm sandbox"
+        } else {
+            ", a sandbox per command"
+        });
+    }
     line
 }

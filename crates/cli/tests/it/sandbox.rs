@@ -423,6 +423,7 @@ async fn an_agents_sandbox_is_its_templates_narrowed_to_its_capabilities_and_is_
     );
     assert_eq!(narrow["sandbox"]["backend"], "landlock");
     assert_eq!(narrow["sandbox"]["limits"]["max_processes"], 256);
+    assert_eq!(narrow["sandbox"]["warm"], true);
     let wide = d.get("/v1/agents/w").await;
     assert_eq!(
         wide["sandbox"]["allow_domains"],
@@ -432,12 +433,12 @@ async fn an_agents_sandbox_is_its_templates_narrowed_to_its_capabilities_and_is_
         .args(["agent", "status", "n"])
         .assert()
         .success();
+    let status = stdout_of(&out);
     assert!(
-        stdout_of(&out).contains(
+        status.contains(
             "sandbox   landlock, network allowlist (example.com), writes the workspace, memory 2G"
-        ),
-        "{}",
-        stdout_of(&out)
+        ) && status.contains("open files, commands forked from a warm sandbox\n"),
+        "{status}"
     );
 
     // And the proxy holds each agent to it.

@@ -242,7 +242,7 @@ fn mcp_for(rt: &Runtime, record: &AgentRecord) -> Option<reef_mcp::McpAccess> {
 
 /// What a sandbox policy lets a command do, as the API, `reef agent status` and the
 /// `agent.sandbox` event show it: backend, network and domains, writable paths (besides the
-/// workspace) and limits (null: none).
+/// workspace), whether commands are forked from a warm sandbox, and limits (null: none).
 pub(crate) fn policy_summary(policy: &reef_sandbox::SandboxPolicy) -> serde_json::Value {
     let l = &policy.limits;
     serde_json::json!({
@@ -254,6 +254,7 @@ pub(crate) fn policy_summary(policy: &reef_sandbox::SandboxPolicy) -> serde_json
         },
         "allow_domains": policy.allow_domains,
         "writable": policy.writable,
+        "warm": policy.warm,
         "limits": {
             "memory_bytes": l.memory_bytes,
             "file_size_bytes": l.file_size_bytes,

@@ -48,6 +48,13 @@ async fn commands_of_a_session_share_one_warm_sandbox_and_report_their_own_end()
         Some(pid),
         "the warm sandbox was rebuilt"
     );
+
+    // It ends with the session.
+    drop(sandbox);
+    assert!(
+        wait_gone(pid as i32).await,
+        "the warm sandbox {pid} outlived its session"
+    );
 }
 
 #[tokio::test]
