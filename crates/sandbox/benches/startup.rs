@@ -193,7 +193,61 @@ fn run() -> Result<(), String> {
         "  per command / warm       {:>8.2}x",
         ratio(per_command, warm)
     );
+    if let Some(pid) = bench.rt.block_on(bench.warm.warm_pid()) {
+        let (count, rss, pss) = tree_memory(pid);
+        println!("  the idle warm sandbox: {count} processes, RSS {rss} KiB, PSS {pss} KiB in all");
+    }
     Ok(())
+}
+
+/// The processes of the tree under `root` (itself included), and their summed resident and
+/// proportional set sizes in KiB, from `/proc`.
+fn tree_memory(root: u32) -> (usize, u64, u64) {
+    let parent_of = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut tree = vec![root];
+    loop {
+        let more: Vec<u32> = all
+            .iter()
+            .copied()
+            .filter(|p| !tree.contains(p) && parent_of(*p).is_some_and(|pp| tree.contains(&pp)))
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        tree.extend(more);
+    }
+    let field = |text: &str, name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| {
+                l.strip_prefix(name)?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or(0)
+    };
+    let (mut rss, mut pss) = (0, 0);
+    for pid in &tree {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
+        rss += field(&text, "Rss:");
+        pss += field(&text, "Pss:");
+    }
+    (tree.len(), rss, pss)
 }
 
 struct Stats {
