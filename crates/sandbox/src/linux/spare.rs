@@ -8,11 +8,10 @@ use super::zygote::{MAX_REQUEST, PLACE, PLACED, READY};
 use super::{confine, init, sys};
 use nix::errno::Errno;
 use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
-use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
 use nix::unistd::{dup2_stderr, dup2_stdin, dup2_stdout, execve};
 use std::ffi::{CStr, CString};
-use std::io::{IoSliceMut, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -148,22 +147,9 @@ fn run_as_script(file: &CStr, argv: &[CString], env: &[CString]) -> i32 {
 /// `tasks` file that came with it.
 fn take_place(socket: &UnixStream) -> Result<(), String> {
     let mut byte = [0u8; 1];
-    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 4]);
-    let mut iov = [IoSliceMut::new(&mut byte)];
-    let msg = recvmsg::<()>(
-        socket.as_raw_fd(),
-        &mut iov,
-        Some(&mut space),
-        MsgFlags::MSG_CMSG_CLOEXEC,
-    )
-    .map_err(|e| e.to_string())?;
-    let mut files = Vec::new();
-    for cmsg in msg.cmsgs().map_err(|e| e.to_string())? {
-        if let ControlMessageOwned::ScmRights(raw) = cmsg {
-            files.extend(sys::own_received(&raw));
-        }
-    }
-    if msg.bytes != 1 || byte[0] != PLACE {
+    let (bytes, files) =
+        sys::recv_with_fds(socket.as_fd(), &mut byte).map_err(|e| e.to_string())?;
+    if bytes != 1 || byte[0] != PLACE {
         return Err("reef did not place the process".into());
     }
     for file in files {
@@ -181,24 +167,13 @@ fn read_request(socket: &UnixStream) -> Result<(WarmCommand, [OwnedFd; 3]), Stri
     let mut got = 0;
     let mut fds = Vec::new();
     while got < len.len() {
-        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 3]);
-        let mut iov = [IoSliceMut::new(&mut len[got..])];
-        let msg = recvmsg::<()>(
-            socket.as_raw_fd(),
-            &mut iov,
-            Some(&mut space),
-            MsgFlags::MSG_CMSG_CLOEXEC,
-        )
-        .map_err(|e| e.to_string())?;
-        for cmsg in msg.cmsgs().map_err(|e| e.to_string())? {
-            if let ControlMessageOwned::ScmRights(raw) = cmsg {
-                fds.extend(sys::own_received(&raw));
-            }
-        }
-        if msg.bytes == 0 {
+        let (bytes, more) =
+            sys::recv_with_fds(socket.as_fd(), &mut len[got..]).map_err(|e| e.to_string())?;
+        fds.extend(more);
+        if bytes == 0 {
             return Err("the socket closed".into());
         }
-        got += msg.bytes;
+        got += bytes;
     }
     let fds: [OwnedFd; 3] = fds
         .try_into()

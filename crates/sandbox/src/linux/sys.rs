@@ -91,6 +91,31 @@ pub(crate) fn control_socket() -> Result<std::os::fd::OwnedFd, String> {
     Ok(owned)
 }
 
+/// Receives into `buf` from `socket`, with the descriptors (at most four) the message
+/// carries, taken close-on-exec. Returns the bytes read (0: the peer closed) and them.
+pub(crate) fn recv_with_fds(
+    socket: std::os::fd::BorrowedFd<'_>,
+    buf: &mut [u8],
+) -> nix::Result<(usize, Vec<std::os::fd::OwnedFd>)> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    use std::os::fd::AsRawFd;
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 4]);
+    let mut iov = [std::io::IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(
+        socket.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_CMSG_CLOEXEC,
+    )?;
+    let mut fds = Vec::new();
+    for cmsg in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(raw) = cmsg {
+            fds.extend(own_received(&raw));
+        }
+    }
+    Ok((msg.bytes, fds))
+}
+
 /// Takes ownership of descriptors just received with `SCM_RIGHTS`.
 pub(crate) fn own_received(fds: &[std::os::fd::RawFd]) -> Vec<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;

@@ -14,11 +14,10 @@ use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
-use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, send};
+use nix::sys::socket::{MsgFlags, send};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid};
 use std::collections::BTreeMap;
-use std::io::IoSliceMut;
 use std::net::TcpListener;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
@@ -137,29 +136,10 @@ impl Zygote<'_> {
     /// the control socket.
     fn accept(&mut self, control: &OwnedFd) -> Result<bool, String> {
         let mut byte = [0u8; 1];
-        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
-        let (bytes, fds) = {
-            let mut iov = [IoSliceMut::new(&mut byte)];
-            let msg = match recvmsg::<()>(
-                control.as_raw_fd(),
-                &mut iov,
-                Some(&mut space),
-                MsgFlags::MSG_CMSG_CLOEXEC,
-            ) {
-                Ok(msg) => msg,
-                Err(Errno::EINTR | Errno::EAGAIN) => return Ok(true),
-                Err(e) => return Err(format!("read a request for a spare: {e}")),
-            };
-            let mut fds = Vec::new();
-            for cmsg in msg
-                .cmsgs()
-                .map_err(|e| format!("read a request for a spare: {e}"))?
-            {
-                if let ControlMessageOwned::ScmRights(raw) = cmsg {
-                    fds.extend(raw);
-                }
-            }
-            (msg.bytes, sys::own_received(&fds))
+        let (bytes, fds) = match sys::recv_with_fds(control.as_fd(), &mut byte) {
+            Ok(got) => got,
+            Err(Errno::EINTR | Errno::EAGAIN) => return Ok(true),
+            Err(e) => return Err(format!("read a request for a spare: {e}")),
         };
         if bytes == 0 {
             return Ok(false);
