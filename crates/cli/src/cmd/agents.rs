@@ -388,16 +388,7 @@ fn report(item: &Value, json: bool) {
 /// besides the workspace, the limits that apply, and whether commands are forked from a warm
 /// sandbox.
 fn sandbox_line(sandbox: &Value) -> String {
-    let list = |v: &Value| {
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_default()
-    };
+    let list = super::debug::list;
     let mut line = format!(
         "{}, network {}",
         s(sandbox, "backend"),

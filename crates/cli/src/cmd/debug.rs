@@ -286,7 +286,8 @@ impl Input {
     }
 }
 
-fn list(v: &Value) -> String {
+/// The strings of a JSON array, joined with `, ` (empty for anything else).
+pub(super) fn list(v: &Value) -> String {
     v.as_array()
         .map(|a| {
             a.iter()
