@@ -2,10 +2,15 @@
 
 use crate::error::AgentError;
 use crate::session::SessionOptions;
-use reef_config::{Config, EmbedderChoice, NetworkModeName, ProviderConfig, SandboxBackendName};
+use reef_config::{
+    AcceleratorName, Config, EmbedderChoice, NetworkModeName, ProviderConfig, SandboxBackendName,
+};
 use reef_core::ModelClient;
 use reef_llm::{EmbedderSettings, ProviderSettings};
-use reef_sandbox::{HelperCommand, Limits, NetworkMode, Sandbox, SandboxBackend, SandboxPolicy};
+use reef_sandbox::{
+    Accelerator, HelperCommand, Limits, MicrovmSettings, NetworkMode, Sandbox, SandboxBackend,
+    SandboxPolicy,
+};
 use reef_store::Store;
 use reef_tools::{BuiltinConfig, ToolRegistry};
 use std::path::{Path, PathBuf};
@@ -52,6 +57,7 @@ pub fn policy_from_config(config: &Config, helper: Option<HelperCommand>) -> San
         backend: match s.backend {
             SandboxBackendName::Landlock => SandboxBackend::Landlock,
             SandboxBackendName::None => SandboxBackend::Plain,
+            SandboxBackendName::Microvm => SandboxBackend::Microvm,
         },
         network: match s.network {
             NetworkModeName::None => NetworkMode::None,
@@ -70,6 +76,18 @@ pub fn policy_from_config(config: &Config, helper: Option<HelperCommand>) -> San
         },
         helper,
         warm: s.warm,
+        microvm: MicrovmSettings {
+            qemu: s.microvm.qemu.clone(),
+            image: s.microvm.image_in(&config.home),
+            memory_mib: s.microvm.memory_mib,
+            cpus: s.microvm.cpus,
+            pool: s.microvm.pool,
+            accelerator: match s.microvm.accelerator {
+                AcceleratorName::Auto => Accelerator::Auto,
+                AcceleratorName::Kvm => Accelerator::Kvm,
+                AcceleratorName::Tcg => Accelerator::Tcg,
+            },
+        },
         ..SandboxPolicy::default()
     }
 }
@@ -107,9 +125,10 @@ fn hidden_paths(config: &Config) -> Vec<PathBuf> {
 /// The policy tools run under on this machine, and a warning to show on every turn when they
 /// run unconfined.
 ///
-/// With `backend = "landlock"` the backend's self-test runs first. If it fails, reef refuses
-/// ([`AgentError::SandboxUnavailable`]) when `sandbox.required` is set, and otherwise falls back
-/// to the plain runner with a warning. `backend = "none"` always comes with a warning, and is
+/// With `backend = "landlock"` or `"microvm"` the backend's self-test runs first (for a VM,
+/// a boot). If it fails, reef refuses ([`AgentError::SandboxUnavailable`]) when
+/// `sandbox.required` is set, and otherwise falls back with a warning: from `microvm` to
+/// `landlock` when that works, else to the plain runner. `backend = "none"` always comes with a warning, and is
 /// refused when `sandbox.required` is set.
 pub async fn sandbox_policy(
     config: &Config,
@@ -123,18 +142,36 @@ pub async fn sandbox_policy(
             reason: "sandbox.backend is \"none\" but sandbox.required is true".into(),
         }),
         SandboxBackend::Plain => Ok((policy, Some(DISABLED_WARNING.to_owned()))),
-        SandboxBackend::Landlock => match reef_sandbox::self_test(&policy).await {
-            Ok(()) => Ok((policy, None)),
-            Err(err) if required => Err(AgentError::SandboxUnavailable {
-                backend: policy.backend.as_str().into(),
-                reason: err.to_string(),
-            }),
-            Err(err) => {
-                let warning = fallback_warning(policy.backend.as_str(), &err.to_string());
-                policy.backend = SandboxBackend::Plain;
-                Ok((policy, Some(warning)))
+        SandboxBackend::Landlock | SandboxBackend::Microvm => {
+            match reef_sandbox::self_test(&policy).await {
+                Ok(()) => Ok((policy, None)),
+                Err(err) if required => Err(AgentError::SandboxUnavailable {
+                    backend: policy.backend.as_str().into(),
+                    reason: err.to_string(),
+                }),
+                Err(err) if policy.backend == SandboxBackend::Microvm => {
+                    // A VM that cannot start here still leaves the kernel sandbox.
+                    let mut landlock = policy.clone();
+                    landlock.backend = SandboxBackend::Landlock;
+                    if reef_sandbox::self_test(&landlock).await.is_ok() {
+                        let warning = format!(
+                            "the microvm sandbox does not work on this machine ({err}); tools \
+                             run in the landlock sandbox instead. Set sandbox.required = true to \
+                             refuse instead, or see `reef sandbox status`"
+                        );
+                        return Ok((landlock, Some(warning)));
+                    }
+                    let warning = fallback_warning(policy.backend.as_str(), &err.to_string());
+                    policy.backend = SandboxBackend::Plain;
+                    Ok((policy, Some(warning)))
+                }
+                Err(err) => {
+                    let warning = fallback_warning(policy.backend.as_str(), &err.to_string());
+                    policy.backend = SandboxBackend::Plain;
+                    Ok((policy, Some(warning)))
+                }
             }
-        },
+        }
     }
 }
 

@@ -414,6 +414,7 @@ pub enum NetArg {
 pub enum BackendArg {
     Landlock,
     None,
+    Microvm,
 }
 
 fn size_arg(text: &str) -> Result<u64, String> {

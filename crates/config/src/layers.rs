@@ -173,6 +173,13 @@ file_size = "1G"
 cpu_secs = 300
 max_processes = 256
 open_files = 1024
+
+[sandbox.microvm]
+qemu = "qemu-system-x86_64"
+memory = "512M"
+cpus = 1
+pool = 1
+accelerator = "auto"
 "#;
     Layer {
         origin: Origin::Default,

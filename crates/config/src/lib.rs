@@ -62,7 +62,8 @@ pub use routines::{
 };
 pub use safety::SafetyConfig;
 pub use sandbox::{
-    NetworkModeName, SandboxBackendName, SandboxConfig, check_domain, format_size, parse_size,
+    AcceleratorName, MicrovmConfig, NetworkModeName, SandboxBackendName, SandboxConfig,
+    check_domain, format_size, parse_size,
 };
 pub use secret::Secret;
 pub use secrets::{check_secret_name, read_secret};

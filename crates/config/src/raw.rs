@@ -1,6 +1,6 @@
 //! The raw shape of `reef.toml`: every field optional, unknown keys rejected.
 
-use crate::sandbox::{ByteSize, NetworkModeName, SandboxBackendName};
+use crate::sandbox::{AcceleratorName, ByteSize, NetworkModeName, SandboxBackendName};
 use reef_core::WireApi;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -166,6 +166,18 @@ pub(crate) struct SandboxToml {
     pub max_processes: Option<u64>,
     pub open_files: Option<u64>,
     pub warm: Option<bool>,
+    pub microvm: Option<MicrovmToml>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MicrovmToml {
+    pub qemu: Option<String>,
+    pub image: Option<String>,
+    pub memory: Option<ByteSize>,
+    pub cpus: Option<u32>,
+    pub pool: Option<usize>,
+    pub accelerator: Option<AcceleratorName>,
 }
 
 /// Deserializes a TOML table, naming the exact key path on failure.

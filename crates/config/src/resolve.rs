@@ -234,7 +234,12 @@ impl Config {
             p.api_key = Some(Secret::new(key.clone()));
         }
 
-        let sandbox = sandbox::resolve(parsed.sandbox.unwrap_or_default(), &opts.env, &origin_of)?;
+        let sandbox = sandbox::resolve(
+            parsed.sandbox.unwrap_or_default(),
+            &opts.home,
+            &opts.env,
+            &origin_of,
+        )?;
         let daemon =
             crate::daemon::resolve(parsed.daemon.unwrap_or_default(), &opts.home, &origin_of)?;
         let approvals = crate::daemon::resolve_approvals(parsed.approvals.unwrap_or_default());

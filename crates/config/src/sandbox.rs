@@ -18,6 +18,8 @@ pub enum SandboxBackendName {
     Landlock,
     /// No kernel confinement: scrubbed environment, process group, timeout and output caps only.
     None,
+    /// A lightweight VM per agent session (`[sandbox.microvm]`).
+    Microvm,
 }
 
 impl SandboxBackendName {
@@ -25,6 +27,7 @@ impl SandboxBackendName {
         match self {
             SandboxBackendName::Landlock => "landlock",
             SandboxBackendName::None => "none",
+            SandboxBackendName::Microvm => "microvm",
         }
     }
 }
@@ -64,6 +67,51 @@ impl fmt::Display for NetworkModeName {
     }
 }
 
+/// The virtualisation the microVM backend asks for (`sandbox.microvm.accelerator`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AcceleratorName {
+    /// KVM where usable, else software emulation.
+    #[default]
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+/// The resolved `[sandbox.microvm]` section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MicrovmConfig {
+    /// The QEMU program (a name looked up on `PATH`, or a path).
+    pub qemu: PathBuf,
+    /// The guest image's directory; `None` for `$REEF_HOME/microvm`.
+    pub image: Option<PathBuf>,
+    pub memory_mib: u32,
+    pub cpus: u32,
+    /// VMs kept booted ahead of need per workspace.
+    pub pool: usize,
+    pub accelerator: AcceleratorName,
+}
+
+impl MicrovmConfig {
+    /// The guest image's directory, given reef's home.
+    pub fn image_in(&self, home: &Path) -> PathBuf {
+        self.image.clone().unwrap_or_else(|| home.join("microvm"))
+    }
+}
+
+impl Default for MicrovmConfig {
+    fn default() -> Self {
+        Self {
+            qemu: PathBuf::from("qemu-system-x86_64"),
+            image: None,
+            memory_mib: 512,
+            cpus: 1,
+            pool: 1,
+            accelerator: AcceleratorName::Auto,
+        }
+    }
+}
+
 /// The resolved `[sandbox]` section.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SandboxConfig {
@@ -82,6 +130,7 @@ pub struct SandboxConfig {
     pub open_files: u64,
     /// Fork each tool command from a sandbox built once per agent session (`sandbox.warm`).
     pub warm: bool,
+    pub microvm: MicrovmConfig,
 }
 
 impl Default for SandboxConfig {
@@ -98,6 +147,7 @@ impl Default for SandboxConfig {
             max_processes: 256,
             open_files: 1024,
             warm: true,
+            microvm: MicrovmConfig::default(),
         }
     }
 }
@@ -106,6 +156,7 @@ impl Default for SandboxConfig {
 /// domain syntax, absolute writable paths (`~/` expands to `HOME`).
 pub(crate) fn resolve(
     raw: SandboxToml,
+    home: &Path,
     env: &BTreeMap<String, String>,
     origin_of: &dyn Fn(&str) -> String,
 ) -> Result<SandboxConfig, ConfigError> {
@@ -133,7 +184,7 @@ pub(crate) fn resolve(
             "backend",
             format!(
                 "\"none\" runs tools unconfined, but sandbox.required = true (from {}) \
-                 forbids that; choose \"landlock\" or set sandbox.required = false",
+                 forbids that; choose \"landlock\" or \"microvm\", or set sandbox.required = false",
                 origin_of("sandbox.required")
             ),
         ));
@@ -150,6 +201,66 @@ pub(crate) fn resolve(
         max_processes: positive("max_processes", raw.max_processes, defaults.max_processes)?,
         open_files: positive("open_files", raw.open_files, defaults.open_files)?,
         warm: raw.warm.unwrap_or(defaults.warm),
+        microvm: resolve_microvm(raw.microvm.unwrap_or_default(), home, env, &invalid)?,
+    })
+}
+
+fn resolve_microvm(
+    raw: crate::raw::MicrovmToml,
+    home: &Path,
+    env: &BTreeMap<String, String>,
+    invalid: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<MicrovmConfig, ConfigError> {
+    let defaults = MicrovmConfig::default();
+    let image = match raw.image {
+        Some(path) if path.starts_with("~/") => {
+            Some(expand_path(&path, env).map_err(|m| invalid("microvm.image", m))?)
+        }
+        // Relative to reef's home, as the store's path.
+        Some(path) => Some(home.join(path)),
+        None => None,
+    };
+    let memory_mib = match raw.memory {
+        None => defaults.memory_mib,
+        Some(size) if size.0 < 64 * MIB => {
+            return Err(invalid(
+                "microvm.memory",
+                format!(
+                    "{} is too little for a VM; give at least 64M",
+                    format_size(size.0)
+                ),
+            ));
+        }
+        Some(size) => u32::try_from(size.0 / MIB)
+            .map_err(|_| invalid("microvm.memory", "is too large".into()))?,
+    };
+    let cpus = match raw.cpus {
+        None => defaults.cpus,
+        Some(n @ 1..=64) => n,
+        Some(n) => {
+            return Err(invalid(
+                "microvm.cpus",
+                format!("{n} is not between 1 and 64"),
+            ));
+        }
+    };
+    let pool = match raw.pool {
+        None => defaults.pool,
+        Some(n @ 0..=16) => n,
+        Some(n) => {
+            return Err(invalid(
+                "microvm.pool",
+                format!("{n} VMs kept booted per workspace is over the limit of 16"),
+            ));
+        }
+    };
+    Ok(MicrovmConfig {
+        qemu: raw.qemu.map_or(defaults.qemu, PathBuf::from),
+        image,
+        memory_mib,
+        cpus,
+        pool,
+        accelerator: raw.accelerator.unwrap_or(defaults.accelerator),
     })
 }
 
@@ -239,21 +350,22 @@ pub(crate) fn writable_paths(
     paths: Vec<String>,
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<PathBuf>, String> {
-    let mut writable = Vec::with_capacity(paths.len());
-    for path in paths {
-        let expanded = match path.strip_prefix("~/") {
-            Some(rest) => match env.get("HOME").filter(|h| !h.is_empty()) {
-                Some(home) => Path::new(home).join(rest),
-                None => return Err(format!("`{path}` starts with ~/ but HOME is not set")),
-            },
-            None => PathBuf::from(&path),
-        };
-        if !expanded.is_absolute() {
-            return Err(format!("`{path}` is not an absolute path"));
-        }
-        writable.push(expanded);
+    paths.iter().map(|path| expand_path(path, env)).collect()
+}
+
+/// `path` with a leading `~/` expanded to `HOME`; refused unless absolute then.
+fn expand_path(path: &str, env: &BTreeMap<String, String>) -> Result<PathBuf, String> {
+    let expanded = match path.strip_prefix("~/") {
+        Some(rest) => match env.get("HOME").filter(|h| !h.is_empty()) {
+            Some(home) => Path::new(home).join(rest),
+            None => return Err(format!("`{path}` starts with ~/ but HOME is not set")),
+        },
+        None => PathBuf::from(path),
+    };
+    if !expanded.is_absolute() {
+        return Err(format!("`{path}` is not an absolute path"));
     }
-    Ok(writable)
+    Ok(expanded)
 }
 
 /// Checks one `allow_domains` entry: a host name (`example.com`) or a suffix pattern

@@ -61,6 +61,11 @@ pub enum SandboxError {
     /// may be retried, which starts a new warm sandbox.
     #[error("the session's warm sandbox failed: {0}")]
     Warm(String),
+    /// The session's microVM failed around a command (it ended while the command ran, or
+    /// stopped answering and was stopped); the command's processes are gone with it, and the
+    /// call may be retried, which takes or boots another VM.
+    #[error("the session's VM failed: {0}")]
+    Vm(String),
     /// Waiting for or talking to the process failed; the process group has been killed and
     /// the call may be retried.
     #[error("i/o error while running `{program}`: {source}")]

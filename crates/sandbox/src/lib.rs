@@ -10,6 +10,7 @@ mod error;
 mod group;
 mod hidden;
 mod linux;
+mod microvm;
 mod policy;
 mod probe;
 mod proxy;
@@ -24,8 +25,12 @@ pub use descriptors::raise_open_files_limit;
 pub use error::SandboxError;
 pub use hidden::{READ_ONLY_IN_WORKSPACE, home_secrets};
 pub use linux::helper_main;
+pub use microvm::{
+    Acceleration, CurrentVm, HandOut, MicrovmStatus, PoolStats, choose_acceleration,
+};
 pub use policy::{
-    DEFAULT_ENV_ALLOW, HelperCommand, Limits, NetworkMode, SandboxBackend, SandboxPolicy,
+    Accelerator, DEFAULT_ENV_ALLOW, HelperCommand, Limits, MicrovmSettings, NetworkMode,
+    SandboxBackend, SandboxPolicy,
 };
 pub use probe::{Availability, CgroupVersion, Feature, IsolationReport, probe, probe_root};
 pub use proxy::{

@@ -23,6 +23,10 @@ pub enum SandboxBackend {
     /// Applied by a re-executed helper (`HelperCommand`), so reef itself is never confined.
     #[default]
     Landlock,
+    /// A lightweight virtual machine per session (QEMU's `microvm` machine, under KVM where
+    /// it is usable and software emulation elsewhere): a kernel of its own, the workspace
+    /// shared in over 9p, commands run by an agent inside. See [`MicrovmSettings`].
+    Microvm,
 }
 
 impl SandboxBackend {
@@ -30,12 +34,13 @@ impl SandboxBackend {
         match self {
             SandboxBackend::Plain => "none",
             SandboxBackend::Landlock => "landlock",
+            SandboxBackend::Microvm => "microvm",
         }
     }
 }
 
 /// What a sandboxed process may reach on the network.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetworkMode {
     /// An empty network namespace: no TCP, UDP or DNS; only unix sockets.
@@ -70,6 +75,48 @@ impl Default for Limits {
             max_processes: Some(256),
             file_size_bytes: Some(1024 * 1024 * 1024),
             open_files: Some(1024),
+        }
+    }
+}
+
+/// Which virtualisation the microVM backend uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Accelerator {
+    /// KVM when this machine offers a usable one, else software emulation.
+    #[default]
+    Auto,
+    /// KVM, or refuse to start a VM.
+    Kvm,
+    /// Software emulation (QEMU's TCG), even where KVM works: slow, but available anywhere.
+    Tcg,
+}
+
+/// The microVM backend's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MicrovmSettings {
+    /// The QEMU program (looked up on `PATH` when it has no `/`).
+    pub qemu: PathBuf,
+    /// The guest image's directory: `vmlinux`, `initramfs.cpio` and their `SHA256SUMS`
+    /// (built by `scripts/microvm-image`), checked before VMs boot from it.
+    pub image: PathBuf,
+    /// Each VM's memory, in MiB: what its commands can use together, at most.
+    pub memory_mib: u32,
+    pub cpus: u32,
+    /// VMs kept booted ahead of need per workspace a session uses (0: boot on demand).
+    pub pool: usize,
+    pub accelerator: Accelerator,
+}
+
+impl Default for MicrovmSettings {
+    fn default() -> Self {
+        Self {
+            qemu: PathBuf::from("qemu-system-x86_64"),
+            image: PathBuf::new(),
+            memory_mib: 512,
+            cpus: 1,
+            pool: 1,
+            accelerator: Accelerator::Auto,
         }
     }
 }
@@ -110,6 +157,8 @@ pub struct SandboxPolicy {
     /// building a sandbox per command. Long-running processes and terminals always get one
     /// of their own.
     pub warm: bool,
+    /// The `microvm` backend's settings (unused by the others).
+    pub microvm: MicrovmSettings,
 }
 
 impl SandboxPolicy {
@@ -135,6 +184,7 @@ impl Default for SandboxPolicy {
             limits: Limits::default(),
             helper: None,
             warm: true,
+            microvm: MicrovmSettings::default(),
         }
     }
 }

@@ -25,6 +25,9 @@ pub struct Sandbox {
     /// (and the last command running in it) is dropped. First, so that it ends before the
     /// session's cgroups are removed.
     pub(crate) warm: Arc<tokio::sync::Mutex<Option<Arc<Warm>>>>,
+    /// The session's microVMs (the `microvm` backend): its pool and its current VM, stopped
+    /// when the last clone is dropped.
+    pub(crate) microvm: Arc<crate::microvm::Session>,
     policy: Arc<SandboxPolicy>,
     /// The session's cgroups, created at the first kernel-confined run; removed when the last
     /// clone of this `Sandbox` is dropped.
@@ -40,6 +43,7 @@ impl Sandbox {
     pub fn new(policy: SandboxPolicy) -> Self {
         Self {
             warm: Arc::default(),
+            microvm: Arc::default(),
             policy: Arc::new(policy),
             cgroup: Arc::new(OnceLock::new()),
             proxy: Arc::default(),
@@ -104,6 +108,9 @@ impl Sandbox {
         if self.policy.backend == SandboxBackend::Landlock && self.policy.warm {
             return self.run_warm(req).await;
         }
+        if self.policy.backend == SandboxBackend::Microvm {
+            return self.run_microvm(req).await;
+        }
         let start = Instant::now();
         let mut child = self
             .command(&req)?
@@ -152,12 +159,19 @@ impl Sandbox {
                 cmd.args(&helper.args).args(args);
                 (cmd, Some(policy))
             }
+            SandboxBackend::Microvm => {
+                return Err(SandboxError::Unsupported(
+                    "long-running processes and terminals are not available with the microvm \
+                     backend yet; only commands that run to completion are"
+                        .into(),
+                ));
+            }
         };
         // The plain backend starts in the directory itself; the helper enters it inside the
         // sandbox, after mounting the workspace.
         match self.policy.backend {
             SandboxBackend::Plain => cmd.current_dir(req.workspace.join(&req.cwd)),
-            SandboxBackend::Landlock => cmd.current_dir(&req.workspace),
+            SandboxBackend::Landlock | SandboxBackend::Microvm => cmd.current_dir(&req.workspace),
         };
         cmd.env_clear();
         if let Some(policy) = policy_env {
@@ -234,7 +248,7 @@ impl Sandbox {
             }
         }
         env.push(("HOME".into(), req.workspace.clone().into_os_string()));
-        if self.policy.backend == SandboxBackend::Landlock
+        if self.policy.backend != SandboxBackend::Plain
             && self.policy.network == NetworkMode::Allowlist
         {
             let url = format!("http://127.0.0.1:{}", spec::PROXY_PORT);

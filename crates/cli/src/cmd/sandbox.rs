@@ -80,8 +80,10 @@ pub async fn run(overrides: &[String], args: SandboxRunArgs) -> anyhow::Result<u
     let mut config = home::load_config(overrides)?;
     apply_flags(&mut config, &args)?;
     let (mut policy, warning) = one_shot_policy(&config).await?;
-    // One command: a sandbox of its own, without a warm one to serve the next.
+    // One command: a sandbox of its own, without a warm one (or a VM booted ahead) to serve
+    // the next.
     policy.warm = false;
+    policy.microvm.pool = 0;
     // `--backend none` on the command line is a deliberate choice; say nothing about it.
     if let Some(warning) = warning
         && args.backend != Some(BackendArg::None)
@@ -157,6 +159,7 @@ fn apply_flags(config: &mut Config, args: &SandboxRunArgs) -> anyhow::Result<()>
         s.backend = match backend {
             BackendArg::Landlock => SandboxBackendName::Landlock,
             BackendArg::None => SandboxBackendName::None,
+            BackendArg::Microvm => SandboxBackendName::Microvm,
         };
         if s.required && s.backend == SandboxBackendName::None {
             return Err(Exit::usage(
@@ -229,6 +232,22 @@ struct Status {
     small_helper: bool,
     /// What the kernel offers, one feature per line.
     probe: Vec<String>,
+    /// The microVM backend's settings and what it runs under here (with that backend).
+    microvm: Option<MicrovmView>,
+}
+
+#[derive(Debug, Serialize)]
+struct MicrovmView {
+    /// `kvm` or `tcg` (software emulation), or none when neither can be used.
+    acceleration: Option<reef_sandbox::Acceleration>,
+    /// Why: KVM's state on this machine.
+    acceleration_detail: String,
+    image: String,
+    memory_mib: u32,
+    cpus: u32,
+    pool: usize,
+    /// How long the test VM took to boot, when it did.
+    test_boot_ms: Option<u128>,
 }
 
 #[derive(Debug, Serialize)]
@@ -249,9 +268,31 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
         .collect::<Vec<_>>()
         .join(" ");
     let policy = reef_agent::policy_from_config(&config, Some(helper));
-    let sandbox = Sandbox::new(policy.clone());
+    let mut tested = policy.clone();
+    // The test needs one VM, not a pool of them.
+    tested.microvm.pool = 0;
+    let sandbox = Sandbox::new(tested);
     let test = sandbox.self_test().await;
     let s = &config.sandbox;
+    let microvm = (policy.backend == reef_sandbox::SandboxBackend::Microvm).then(|| {
+        let (acceleration, acceleration_detail) =
+            match reef_sandbox::choose_acceleration(policy.microvm.accelerator) {
+                Ok((accel, why)) => (Some(accel), why),
+                Err(why) => (None, why),
+            };
+        MicrovmView {
+            acceleration,
+            acceleration_detail,
+            image: policy.microvm.image.display().to_string(),
+            memory_mib: policy.microvm.memory_mib,
+            cpus: policy.microvm.cpus,
+            pool: policy.microvm.pool,
+            test_boot_ms: sandbox
+                .microvm_status()
+                .and_then(|s| s.current)
+                .map(|c| c.boot.as_millis()),
+        }
+    });
     let works = test.is_ok();
     let report = Status {
         backend: s.backend.as_str(),
@@ -269,10 +310,11 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
         works,
         error: test.err().map(|e| e.to_string()),
         limit_problems: sandbox.limit_problems(),
-        effective_backend: effective(&policy, works, s.required),
+        effective_backend: effective(&policy, works, s.required).await,
         helper: helper_line,
         small_helper,
         probe: reef_sandbox::probe().summary_lines(),
+        microvm,
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -282,12 +324,22 @@ pub async fn status(overrides: &[String], json: bool) -> anyhow::Result<u8> {
     Ok(if works { exit::OK } else { exit::RUNTIME })
 }
 
-/// The backend tools end up with: the configured one when it works, none after a fallback,
-/// nothing at all ("refused") when it is required and broken.
-fn effective(policy: &SandboxPolicy, works: bool, required: bool) -> &'static str {
+/// The backend tools end up with: the configured one when it works, after a fallback
+/// `landlock` (from `microvm`, when it works) or none, nothing at all ("refused") when it is
+/// required and broken.
+async fn effective(policy: &SandboxPolicy, works: bool, required: bool) -> &'static str {
     match (works, required) {
         (true, _) => policy.backend.as_str(),
         (false, true) => "refused (tools will not run)",
+        (false, false) if policy.backend == reef_sandbox::SandboxBackend::Microvm => {
+            let mut landlock = policy.clone();
+            landlock.backend = reef_sandbox::SandboxBackend::Landlock;
+            if reef_sandbox::self_test(&landlock).await.is_ok() {
+                "landlock"
+            } else {
+                "none"
+            }
+        }
         (false, false) => "none",
     }
 }
@@ -303,7 +355,18 @@ fn print_status(r: &Status) {
         Some(err) => println!("works:     NO: {err}"),
     }
     println!("tools get: {}", r.effective_backend);
-    if r.small_helper {
+    if let Some(vm) = &r.microvm {
+        let accel = vm.acceleration.map_or("none", |a| a.as_str());
+        println!("vm:        {accel}: {}", vm.acceleration_detail);
+        let boot = vm
+            .test_boot_ms
+            .map(|ms| format!("; the test VM booted in {:.1} s", ms as f64 / 1000.0))
+            .unwrap_or_default();
+        println!(
+            "           image {}, {} MiB, {} CPU(s), {} kept booted per workspace{boot}",
+            vm.image, vm.memory_mib, vm.cpus, vm.pool
+        );
+    } else if r.small_helper {
         println!("helper:    {}", r.helper);
     } else {
         println!(

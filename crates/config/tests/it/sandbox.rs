@@ -218,3 +218,50 @@ fn required_forbids_backend_none() {
         "names where required came from: {text}"
     );
 }
+
+#[test]
+fn the_microvm_section_is_read_with_defaults_and_its_errors_name_the_key() {
+    use reef_config::AcceleratorName;
+    let fx = Fixture::new();
+    let config = fx.load(&[], &[]).unwrap();
+    let vm = &config.sandbox.microvm;
+    assert_eq!(vm.image, None);
+    assert_eq!(vm.image_in(&config.home), config.home.join("microvm"));
+    assert_eq!((vm.memory_mib, vm.cpus, vm.pool), (512, 1, 1));
+    assert_eq!(vm.accelerator, AcceleratorName::Auto);
+
+    fx.write(
+        Path::new("home/reef.toml"),
+        &format!(
+            "{MAIN}
+[sandbox]
+backend = \"microvm\"
+[sandbox.microvm]
+qemu = \"/opt/qemu/bin/qemu-system-x86_64\"
+image = \"images/vm\"
+memory = \"1G\"
+cpus = 2
+pool = 0
+accelerator = \"tcg\"
+"
+        ),
+    );
+    let config = fx.load(&[], &[]).unwrap();
+    let vm = &config.sandbox.microvm;
+    assert_eq!(config.sandbox.backend, SandboxBackendName::Microvm);
+    assert_eq!(vm.qemu, PathBuf::from("/opt/qemu/bin/qemu-system-x86_64"));
+    assert_eq!(vm.image, Some(config.home.join("images/vm")));
+    assert_eq!((vm.memory_mib, vm.cpus, vm.pool), (1024, 2, 0));
+    assert_eq!(vm.accelerator, AcceleratorName::Tcg);
+
+    for (set, key, says) in [
+        ("sandbox.microvm.memory=32M", "sandbox.microvm.memory", "at least 64M"),
+        ("sandbox.microvm.cpus=0", "sandbox.microvm.cpus", "between 1 and 64"),
+        ("sandbox.microvm.pool=17", "sandbox.microvm.pool", "limit of 16"),
+        ("sandbox.microvm.accelerator=\"xen\"", "sandbox.microvm.accelerator", "xen"),
+        ("sandbox.microvm.disk=\"1G\"", "sandbox.microvm.disk", "unknown field"),
+    ] {
+        let err = fx.load(&[], &[set]).unwrap_err().to_string();
+        assert!(err.contains(key) && err.contains(says), "{set}: {err}");
+    }
+}

@@ -15,7 +15,7 @@ pub(crate) mod spec;
 mod sys;
 mod zygote;
 
-pub(crate) use sys::{async_fd, give_fd, landlock_abi, new_session};
+pub(crate) use sys::{async_fd, die_with_parent, give_fd, landlock_abi, new_session};
 pub(crate) use zygote::{ENDED, MAX_REQUEST, PLACE, PLACED, READY, SERVING, SPARE};
 
 use nix::sched::{CloneFlags, unshare};

@@ -1,7 +1,7 @@
 //! The audited unsafe corner of reef: `fork` in the sandbox helper, handing descriptors to a
 //! warm sandbox and taking those it receives, removing System V IPC objects, the Landlock version
 //! query, idmapping a detached mount (`mount_setattr`, for a reef running as root), bringing up loopback in a new network namespace, `setsid` between fork and exec
-//! of every command reef starts, and a pseudo-terminal: taken as controlling terminal, and its
+//! of every command reef starts, the parent-death signal of a VM's QEMU, and a pseudo-terminal: taken as controlling terminal, and its
 //! controlling side registered with tokio.
 //!
 //! The helper is a freshly exec'd, single-threaded process (reef dispatches `sandbox-exec`
@@ -24,6 +24,19 @@ pub(crate) fn new_session(cmd: &mut tokio::process::Command) {
         cmd.pre_exec(|| {
             rustix::process::setsid()
                 .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
+}
+
+/// Makes the child of `cmd` receive SIGKILL when the thread that started it ends (reef's
+/// runtime, or reef itself): a VM must not outlive the reef that started it.
+pub(crate) fn die_with_parent(cmd: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the child between fork and exec and makes one
+    // async-signal-safe system call (prctl), allocating nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
                 .map_err(std::io::Error::from)
         });
     }

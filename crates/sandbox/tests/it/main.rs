@@ -4,6 +4,7 @@
 
 mod escape;
 mod kill;
+mod microvm;
 mod probe;
 mod run;
 mod spawn;
