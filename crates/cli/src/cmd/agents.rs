@@ -434,5 +434,15 @@ fn sandbox_line(sandbox: &Value) -> String {
             ", a sandbox per command"
         });
     }
+    let vm = &sandbox["microvm"];
+    if !vm.is_null() {
+        line.push_str(&format!(
+            ", a VM per session ({} MiB, {} CPU(s), {} kept booted, accelerator {})",
+            vm["memory_mib"],
+            vm["cpus"],
+            vm["pool"],
+            s(vm, "accelerator")
+        ));
+    }
     line
 }

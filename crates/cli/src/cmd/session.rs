@@ -34,6 +34,12 @@ impl Tools {
             reef_mcp::McpAccess { hub, servers }
         });
         let sandbox = Arc::new(reef_sandbox::Sandbox::new(policy));
+        // With the microvm backend, the session's first VM boots while the user types.
+        if let Ok(workspace) = std::env::current_dir()
+            && let Err(err) = sandbox.prepare(&workspace)
+        {
+            tracing::warn!(%err, "cannot boot the session's VMs ahead of need");
+        }
         let mut registry = reef_agent::builtin_registry_in(config, sandbox.clone());
         let mut skills = reef_agent::skill_set(
             config,

@@ -255,11 +255,31 @@ accelerator = \"tcg\"
     assert_eq!(vm.accelerator, AcceleratorName::Tcg);
 
     for (set, key, says) in [
-        ("sandbox.microvm.memory=32M", "sandbox.microvm.memory", "at least 64M"),
-        ("sandbox.microvm.cpus=0", "sandbox.microvm.cpus", "between 1 and 64"),
-        ("sandbox.microvm.pool=17", "sandbox.microvm.pool", "limit of 16"),
-        ("sandbox.microvm.accelerator=\"xen\"", "sandbox.microvm.accelerator", "xen"),
-        ("sandbox.microvm.disk=\"1G\"", "sandbox.microvm.disk", "unknown field"),
+        (
+            "sandbox.microvm.memory=32M",
+            "sandbox.microvm.memory",
+            "at least 64M",
+        ),
+        (
+            "sandbox.microvm.cpus=0",
+            "sandbox.microvm.cpus",
+            "between 1 and 64",
+        ),
+        (
+            "sandbox.microvm.pool=17",
+            "sandbox.microvm.pool",
+            "limit of 16",
+        ),
+        (
+            "sandbox.microvm.accelerator=\"xen\"",
+            "sandbox.microvm.accelerator",
+            "xen",
+        ),
+        (
+            "sandbox.microvm.disk=\"1G\"",
+            "sandbox.microvm.disk",
+            "unknown field",
+        ),
     ] {
         let err = fx.load(&[], &[set]).unwrap_err().to_string();
         assert!(err.contains(key) && err.contains(says), "{set}: {err}");

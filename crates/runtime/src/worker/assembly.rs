@@ -40,6 +40,13 @@ pub(super) async fn open(
     let model = model_for(rt, record.model.as_deref()).map_err(fatal)?;
     // One sandbox for the agent's built-in tools and its skills: one cgroup, one network log.
     let sandbox = sandbox_for(rt, record);
+    // With the microvm backend, the agent's first VM boots while the session opens.
+    if let Err(err) = sandbox
+        .sandbox
+        .prepare(std::path::Path::new(&record.workspace))
+    {
+        tracing::warn!(agent = %record.name, %err, "cannot boot the agent's VMs ahead of need");
+    }
     // What confines its commands from now on, in the history and the audit log.
     super::record::event(
         rt,
@@ -242,9 +249,19 @@ fn mcp_for(rt: &Runtime, record: &AgentRecord) -> Option<reef_mcp::McpAccess> {
 
 /// What a sandbox policy lets a command do, as the API, `reef agent status` and the
 /// `agent.sandbox` event show it: backend, network and domains, writable paths (besides the
-/// workspace), whether commands are forked from a warm sandbox, and limits (null: none).
+/// workspace), whether commands are forked from a warm sandbox, limits (null: none), and with
+/// the microvm backend each VM's memory, CPUs, pool and accelerator.
 pub(crate) fn policy_summary(policy: &reef_sandbox::SandboxPolicy) -> serde_json::Value {
     let l = &policy.limits;
+    let vm = &policy.microvm;
+    let microvm = (policy.backend == reef_sandbox::SandboxBackend::Microvm).then(|| {
+        serde_json::json!({
+            "memory_mib": vm.memory_mib,
+            "cpus": vm.cpus,
+            "pool": vm.pool,
+            "accelerator": vm.accelerator,
+        })
+    });
     serde_json::json!({
         "backend": policy.backend.as_str(),
         "network": match policy.network {
@@ -262,6 +279,7 @@ pub(crate) fn policy_summary(policy: &reef_sandbox::SandboxPolicy) -> serde_json
             "max_processes": l.max_processes,
             "open_files": l.open_files,
         },
+        "microvm": microvm,
     })
 }
 
