@@ -82,6 +82,7 @@ pub fn policy_from_config(config: &Config, helper: Option<HelperCommand>) -> San
             memory_mib: s.microvm.memory_mib,
             cpus: s.microvm.cpus,
             pool: s.microvm.pool,
+            snapshots: s.microvm.snapshot,
             accelerator: match s.microvm.accelerator {
                 AcceleratorName::Auto => Accelerator::Auto,
                 AcceleratorName::Kvm => Accelerator::Kvm,

@@ -179,6 +179,7 @@ qemu = "qemu-system-x86_64"
 memory = "512M"
 cpus = 1
 pool = 1
+snapshot = true
 accelerator = "auto"
 "#;
     Layer {

@@ -177,6 +177,7 @@ pub(crate) struct MicrovmToml {
     pub memory: Option<ByteSize>,
     pub cpus: Option<u32>,
     pub pool: Option<usize>,
+    pub snapshot: Option<bool>,
     pub accelerator: Option<AcceleratorName>,
 }
 

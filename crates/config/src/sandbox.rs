@@ -89,6 +89,8 @@ pub struct MicrovmConfig {
     pub cpus: u32,
     /// VMs kept booted ahead of need per workspace.
     pub pool: usize,
+    /// Restore the pool's VMs from a snapshot of its first instead of booting each.
+    pub snapshot: bool,
     pub accelerator: AcceleratorName,
 }
 
@@ -107,6 +109,7 @@ impl Default for MicrovmConfig {
             memory_mib: 512,
             cpus: 1,
             pool: 1,
+            snapshot: true,
             accelerator: AcceleratorName::Auto,
         }
     }
@@ -260,6 +263,7 @@ fn resolve_microvm(
         memory_mib,
         cpus,
         pool,
+        snapshot: raw.snapshot.unwrap_or(defaults.snapshot),
         accelerator: raw.accelerator.unwrap_or(defaults.accelerator),
     })
 }

@@ -1,7 +1,9 @@
 //! The microVM backend's start: the wall time of a session's first command (`true`) when its
 //! VM is (1) booted on demand, a cold boot, and (2) handed out by the warm pool, booted ahead;
 //! then (3) a later command in the same VM. Also each VM's own boot time (QEMU's start to the
-//! agent's first answer). The two first-command variants alternate, each in a fresh session.
+//! agent's first answer) and, for the VM the pool starts to replace the one it handed out, the
+//! time to restore it from the snapshot of its first (QEMU's start to the agent's answer after
+//! reseeding). The two first-command variants alternate, each in a fresh session.
 //!
 //! Run with `cargo bench -p reef-sandbox --bench microvm` after building the guest image
 //! (`scripts/microvm-image ~/.cache/reef/microvm`, or set `REEF_MICROVM_IMAGE`). It says
@@ -87,6 +89,7 @@ async fn run() -> Result<(), String> {
     let mut pooled = Vec::new();
     let mut boots = Vec::new();
     let mut later = Vec::new();
+    let mut restores = Vec::new();
     for round in 0..ROUNDS {
         let sandbox = Sandbox::new(policy(0));
         cold.push(timed_true(&sandbox, &ws).await?);
@@ -128,16 +131,34 @@ async fn run() -> Result<(), String> {
             ));
         }
         boots.push(current.boot);
+        // The replacement is restored from the snapshot of the pool's first VM.
+        let restored_by = Instant::now() + Duration::from_secs(300);
+        loop {
+            let pool = sandbox.microvm_status().ok_or("no VM status")?.pool;
+            if pool.restores == 1 && pool.idle == 1 {
+                restores.push(pool.last_restore.ok_or("no restore time")?);
+                break;
+            }
+            if Instant::now() > restored_by {
+                return Err(format!("the pool restored no VM within 300 s: {pool:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         drop(sandbox);
     }
     let _ = std::fs::remove_dir_all(&ws);
     let cold_median = report("first command, cold boot", &mut cold);
     let pooled_median = report("first command, VM from the pool", &mut pooled);
-    report("a VM's boot (QEMU start to agent)", &mut boots);
+    let boot_median = report("a VM's boot (QEMU start to agent)", &mut boots);
+    let restore_median = report("a VM's restore from a snapshot", &mut restores);
     report("a later command in the same VM", &mut later);
     println!(
         "the pool hands out a VM in {:.3}x the time of a cold boot",
         pooled_median.as_secs_f64() / cold_median.as_secs_f64()
+    );
+    println!(
+        "a restore takes {:.3}x the time of a boot",
+        restore_median.as_secs_f64() / boot_median.as_secs_f64()
     );
     Ok(())
 }

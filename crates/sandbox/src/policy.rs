@@ -105,6 +105,9 @@ pub struct MicrovmSettings {
     pub cpus: u32,
     /// VMs kept booted ahead of need per workspace a session uses (0: boot on demand).
     pub pool: usize,
+    /// With a pool, save the first booted VM and restore later ones from it instead of
+    /// booting them.
+    pub snapshots: bool,
     pub accelerator: Accelerator,
 }
 
@@ -116,6 +119,7 @@ impl Default for MicrovmSettings {
             memory_mib: 512,
             cpus: 1,
             pool: 1,
+            snapshots: true,
             accelerator: Accelerator::Auto,
         }
     }

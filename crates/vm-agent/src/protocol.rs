@@ -9,7 +9,7 @@ use std::io::{self, Read, Write};
 /// The name of the virtio-serial port the agent listens on.
 pub const PORT_NAME: &str = "reef.agent";
 /// The protocol version both sides must speak, exchanged in `Hello`.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// The largest frame either side accepts (a command's stdin and its two capped outputs fit).
 pub const MAX_FRAME: usize = 64 * 1024 * 1024;
 
@@ -92,6 +92,13 @@ pub enum HostMessage {
     Run { id: u32, command: RunCommand },
     /// Kill the process group of command `id` (its run was abandoned); its answer still comes.
     Cancel { id: u32 },
+    /// The VM was restored from a snapshot that other VMs share: mix `seed` into the kernel's
+    /// random pool and reseed it, and set the clock to `unix_nanos`. Answered by `Done`.
+    Resumed {
+        id: u32,
+        seed: Vec<u8>,
+        unix_nanos: u64,
+    },
 }
 
 /// What the guest sends.
@@ -124,6 +131,7 @@ mod kind {
     pub const DONE: u8 = 5;
     pub const EXITED: u8 = 6;
     pub const SPAWN_FAILED: u8 = 7;
+    pub const RESUMED: u8 = 8;
 }
 
 impl HostMessage {
@@ -174,6 +182,16 @@ impl HostMessage {
                 w.u8(kind::CANCEL);
                 w.u32(*id);
             }
+            HostMessage::Resumed {
+                id,
+                seed,
+                unix_nanos,
+            } => {
+                w.u8(kind::RESUMED);
+                w.u32(*id);
+                w.bytes(seed);
+                w.u64(*unix_nanos);
+            }
         }
         w.0
     }
@@ -210,6 +228,11 @@ impl HostMessage {
                 },
             },
             kind::CANCEL => HostMessage::Cancel { id: r.u32()? },
+            kind::RESUMED => HostMessage::Resumed {
+                id: r.u32()?,
+                seed: r.bytes()?,
+                unix_nanos: r.u64()?,
+            },
             other => return Err(DecodeError::UnknownKind(other)),
         };
         r.end()?;
@@ -522,6 +545,11 @@ mod tests {
             },
             run,
             HostMessage::Cancel { id: 3 },
+            HostMessage::Resumed {
+                id: 8,
+                seed: vec![1, 2, 3],
+                unix_nanos: 1_700_000_000_000_000_000,
+            },
         ] {
             assert_eq!(HostMessage::decode(&m.encode()), Ok(m));
         }

@@ -228,6 +228,7 @@ fn the_microvm_section_is_read_with_defaults_and_its_errors_name_the_key() {
     assert_eq!(vm.image, None);
     assert_eq!(vm.image_in(&config.home), config.home.join("microvm"));
     assert_eq!((vm.memory_mib, vm.cpus, vm.pool), (512, 1, 1));
+    assert!(vm.snapshot);
     assert_eq!(vm.accelerator, AcceleratorName::Auto);
 
     fx.write(
@@ -242,6 +243,7 @@ image = \"images/vm\"
 memory = \"1G\"
 cpus = 2
 pool = 0
+snapshot = false
 accelerator = \"tcg\"
 "
         ),
@@ -252,6 +254,7 @@ accelerator = \"tcg\"
     assert_eq!(vm.qemu, PathBuf::from("/opt/qemu/bin/qemu-system-x86_64"));
     assert_eq!(vm.image, Some(config.home.join("images/vm")));
     assert_eq!((vm.memory_mib, vm.cpus, vm.pool), (1024, 2, 0));
+    assert!(!vm.snapshot);
     assert_eq!(vm.accelerator, AcceleratorName::Tcg);
 
     for (set, key, says) in [

@@ -12,6 +12,7 @@ mod accel;
 mod image;
 mod pool;
 mod qemu;
+mod snapshot;
 mod vm;
 
 pub use accel::{Acceleration, choose_acceleration};
@@ -92,6 +93,7 @@ impl Sandbox {
                         tsc_khz: accel::tsc_khz(),
                     },
                     settings.pool,
+                    settings.snapshots,
                 ))
             })
             .clone()

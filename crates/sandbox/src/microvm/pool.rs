@@ -2,13 +2,16 @@
 //! network) a session has used or announced. Taking one hands out a booted VM if there is one,
 //! else waits for one being booted, else boots one; each hand-out starts a boot to replace it.
 //! VMs in the pool have their shares attached but not mounted, so the workspace is looked at
-//! (for its read-only files) only when a VM is handed out.
+//! (for its read-only files) only when a VM is handed out. With snapshots on, the pool's first
+//! boot of each device shape is saved, and later VMs of that shape are restored from it
+//! (`snapshot`), which takes a fraction of a boot.
 
 use super::qemu::{Launch, VmKey};
+use super::snapshot::{self, Shape, Snapshots};
 use super::vm::Vm;
 use crate::error::SandboxError;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -24,7 +27,7 @@ pub enum HandOut {
     Ready,
     /// Being booted by the pool; waited for.
     Waited,
-    /// Booted on demand.
+    /// Started on demand (booted, or restored from a snapshot).
     Cold,
 }
 
@@ -35,14 +38,20 @@ pub struct PoolStats {
     pub ready: u64,
     /// VMs handed out after waiting for the pool's boot.
     pub waited: u64,
-    /// VMs booted on demand.
+    /// VMs started on demand.
     pub cold: u64,
-    /// Boots that failed.
+    /// VMs booted from the kernel.
+    pub boots: u64,
+    /// VMs restored from a snapshot.
+    pub restores: u64,
+    /// Boots or restores that failed.
     pub failed: u64,
     /// VMs booted and waiting now.
     pub idle: usize,
     /// The last boot's time, QEMU's start to the agent's answer.
     pub last_boot: Option<Duration>,
+    /// The last restore's time, QEMU's start to the agent's answer after reseeding.
+    pub last_restore: Option<Duration>,
 }
 
 #[derive(Default)]
@@ -57,16 +66,91 @@ pub(crate) struct VmPool {
     size: usize,
     state: Mutex<State>,
     changed: Notify,
+    /// `None` when snapshots are off (or their directory could not be made).
+    snapshots: Mutex<Option<Snapshots>>,
+    /// Shapes whose snapshot is being saved.
+    saving: Mutex<HashSet<Shape>>,
 }
 
 impl VmPool {
-    pub(crate) fn new(launch: Launch, size: usize) -> Arc<VmPool> {
+    /// A pool keeping `size` VMs per key; with `snapshots` (and a pool), VMs after the first of
+    /// each shape are restored from a snapshot.
+    pub(crate) fn new(launch: Launch, size: usize, snapshots: bool) -> Arc<VmPool> {
+        let snapshots = (snapshots && size > 0)
+            .then(|| {
+                Snapshots::new()
+                    .inspect_err(|err| tracing::warn!(%err, "VM snapshots are off"))
+                    .ok()
+            })
+            .flatten();
         Arc::new(VmPool {
             launch,
             size,
             state: Mutex::default(),
             changed: Notify::new(),
+            snapshots: Mutex::new(snapshots),
+            saving: Mutex::default(),
         })
+    }
+
+    /// A new VM for `key`: restored from its shape's snapshot when there is one (booted if
+    /// that fails), else booted, and then saved as its shape's snapshot if there is none yet.
+    async fn start(&self, key: &VmKey) -> Result<Vm, SandboxError> {
+        let shape = Shape::of(key);
+        let snapshot = lock(&self.snapshots).as_ref().and_then(|s| s.get(shape));
+        if let Some(snapshot) = snapshot {
+            match Vm::boot(&self.launch, key.clone(), BOOT_TIMEOUT, Some(&snapshot)).await {
+                Ok(vm) => {
+                    let mut state = self.lock();
+                    state.stats.restores += 1;
+                    state.stats.last_restore = Some(vm.boot_took);
+                    return Ok(vm);
+                }
+                Err(err) => {
+                    tracing::warn!(%err, "a VM did not restore from its snapshot; booting instead");
+                    if let Some(snapshots) = lock(&self.snapshots).as_mut() {
+                        snapshots.forget(shape);
+                    }
+                }
+            }
+        }
+        let vm = Vm::boot(&self.launch, key.clone(), BOOT_TIMEOUT, None).await;
+        {
+            let mut state = self.lock();
+            match &vm {
+                Ok(vm) => {
+                    state.stats.boots += 1;
+                    state.stats.last_boot = Some(vm.boot_took);
+                }
+                Err(_) => state.stats.failed += 1,
+            }
+        }
+        let vm = vm?;
+        self.save_snapshot(&vm, shape).await;
+        Ok(vm)
+    }
+
+    /// Saves `vm` as the snapshot of `shape` unless there is one or one is being saved.
+    async fn save_snapshot(&self, vm: &Vm, shape: Shape) {
+        let path = {
+            let snapshots = lock(&self.snapshots);
+            let Some(snapshots) = snapshots.as_ref() else {
+                return;
+            };
+            if snapshots.get(shape).is_some() || !lock(&self.saving).insert(shape) {
+                return;
+            }
+            snapshots.path_for(shape)
+        };
+        match snapshot::save(vm, &path).await {
+            Ok(()) => {
+                if let Some(snapshots) = lock(&self.snapshots).as_mut() {
+                    snapshots.saved(shape, path);
+                }
+            }
+            Err(err) => tracing::warn!(%err, "cannot save a VM snapshot; VMs will boot"),
+        }
+        lock(&self.saving).remove(&shape);
     }
 
     pub(crate) fn launch(&self) -> &Launch {
@@ -92,13 +176,13 @@ impl VmPool {
         for _ in have..self.size {
             *state.booting.entry(key.clone()).or_default() += 1;
             let pool = Arc::downgrade(self);
-            let launch = self.launch.clone();
             let key = key.clone();
             tokio::spawn(async move {
-                let booted = Vm::boot(&launch, key.clone(), BOOT_TIMEOUT).await;
-                if let Some(pool) = Weak::upgrade(&pool) {
-                    pool.booted(key, booted);
-                }
+                let Some(started) = Weak::upgrade(&pool) else {
+                    return;
+                };
+                let booted = started.start(&key).await;
+                started.booted(key, booted);
             });
         }
     }
@@ -110,14 +194,8 @@ impl VmPool {
                 *n = n.saturating_sub(1);
             }
             match booted {
-                Ok(vm) => {
-                    state.stats.last_boot = Some(vm.boot_took);
-                    state.ready.entry(key).or_default().push(vm);
-                }
-                Err(err) => {
-                    state.stats.failed += 1;
-                    tracing::warn!(%err, "the microVM pool could not boot a VM");
-                }
+                Ok(vm) => state.ready.entry(key).or_default().push(vm),
+                Err(err) => tracing::warn!(%err, "the microVM pool could not boot a VM"),
             }
         }
         self.changed.notify_waiters();
@@ -157,19 +235,13 @@ impl VmPool {
             waited = true;
             let _ = tokio::time::timeout(BOOT_TIMEOUT, changed).await;
         }
-        let vm = Vm::boot(&self.launch, key.clone(), BOOT_TIMEOUT).await;
-        {
-            let mut state = self.lock();
-            match &vm {
-                Ok(vm) => {
-                    state.stats.cold += 1;
-                    state.stats.last_boot = Some(vm.boot_took);
-                }
-                Err(_) => state.stats.failed += 1,
-            }
-        }
-        let vm = vm?;
+        let vm = self.start(key).await?;
+        self.lock().stats.cold += 1;
         self.fill(key);
         Ok((vm, HandOut::Cold))
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

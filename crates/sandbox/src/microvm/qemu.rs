@@ -16,6 +16,8 @@ pub(crate) const WORKSPACE_TAG: &str = "ws";
 pub(crate) const AGENT_SOCKET: &str = "agent";
 /// The guest's serial console, kept for diagnostics, in the run directory.
 pub(crate) const SERIAL_LOG: &str = "serial.log";
+/// QEMU's machine protocol socket (for snapshots), in the run directory.
+pub(crate) const QMP_SOCKET: &str = "qmp";
 
 /// How every VM of a backend is started.
 #[derive(Clone, Debug)]
@@ -39,8 +41,14 @@ pub(crate) struct VmKey {
     pub(crate) network: NetworkMode,
 }
 
-/// QEMU's arguments for a VM of `key` whose sockets and log live in `dir`.
-pub(crate) fn arguments(launch: &Launch, key: &VmKey, dir: &Path) -> Vec<OsString> {
+/// QEMU's arguments for a VM of `key` whose sockets and log live in `dir`, restored from the
+/// snapshot `restore` when given.
+pub(crate) fn arguments(
+    launch: &Launch,
+    key: &VmKey,
+    dir: &Path,
+    restore: Option<&Path>,
+) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::new();
     let mut push = |items: &[&str]| args.extend(items.iter().map(OsString::from));
     let (accel, cpu) = match launch.acceleration {
@@ -90,6 +98,16 @@ pub(crate) fn arguments(launch: &Launch, key: &VmKey, dir: &Path) -> Vec<OsStrin
     args.push(launch.image.initrd.clone().into_os_string());
     args.push("-serial".into());
     args.push(path_arg("file:", &dir.join(SERIAL_LOG), ""));
+    args.push("-qmp".into());
+    args.push(path_arg(
+        "unix:",
+        &dir.join(QMP_SOCKET),
+        ",server=on,wait=off",
+    ));
+    if let Some(snapshot) = restore {
+        args.push("-incoming".into());
+        args.push(path_arg("file:", snapshot, ""));
+    }
     args.push("-device".into());
     args.push("virtio-serial-device".into());
     args.push("-chardev".into());
@@ -180,7 +198,7 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        let args = joined(arguments(&launch, &key, Path::new("/run/vm")));
+        let args = joined(arguments(&launch, &key, Path::new("/run/vm"), None));
         assert!(
             args.contains("local,id=ws,path=/w,,x,security_model=none "),
             "{args}"
@@ -192,6 +210,13 @@ mod tests {
         assert!(args.contains("tsc_early_khz=1000"), "{args}");
         assert!(!args.contains("-netdev"), "{args}");
         key.network = NetworkMode::Full;
-        assert!(joined(arguments(&launch, &key, Path::new("/run/vm"))).contains("-netdev user"));
+        let args = joined(arguments(
+            &launch,
+            &key,
+            Path::new("/run/vm"),
+            Some(Path::new("/s")),
+        ));
+        assert!(args.contains("-netdev user"), "{args}");
+        assert!(args.contains("-incoming file:/s"), "{args}");
     }
 }

@@ -38,7 +38,7 @@ pub(crate) struct Vm {
     /// Whether the shares are mounted (done once, when the VM is handed out).
     pub(crate) mounted: tokio::sync::OnceCell<()>,
     // Last: the directory goes after QEMU (killed on drop) is gone.
-    process: tokio::process::Child,
+    process: Mutex<tokio::process::Child>,
     dir: RunDir,
 }
 
@@ -53,18 +53,21 @@ impl std::fmt::Debug for Vm {
 }
 
 impl Vm {
-    /// Starts QEMU for `key` and waits (at most `timeout`) for the agent's `Hello`.
+    /// Starts QEMU for `key`, booting or restoring the snapshot `restore`, and waits (at most
+    /// `timeout`) for the agent's `Hello`. A restored VM is told so, and reseeds its random
+    /// generator and sets its clock before it is used.
     pub(crate) async fn boot(
         launch: &Launch,
         key: VmKey,
         timeout: Duration,
+        restore: Option<&Path>,
     ) -> Result<Vm, SandboxError> {
         let started = Instant::now();
-        let dir = RunDir::create().map_err(|e| unavailable(format!("{e}")))?;
+        let dir = RunDir::create("vm").map_err(|e| unavailable(format!("{e}")))?;
         let log = std::fs::File::create(dir.0.join("qemu.log"))
             .map_err(|e| unavailable(format!("cannot create QEMU's log: {e}")))?;
         let mut cmd = tokio::process::Command::new(&launch.qemu);
-        cmd.args(qemu::arguments(launch, &key, &dir.0))
+        cmd.args(qemu::arguments(launch, &key, &dir.0, restore))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -95,6 +98,12 @@ impl Vm {
             tokio::time::sleep(Duration::from_millis(5)).await;
         };
         let conn = Connection::new(stream);
+        if restore.is_some() {
+            let socket = dir.0.join(qemu::QMP_SOCKET);
+            super::snapshot::run_restored(&socket, timeout)
+                .await
+                .map_err(|why| unavailable(format!("cannot restore the VM: {why}")))?;
+        }
         let hello = tokio::time::timeout(timeout, conn.request(HELLO_ID, HostMessage::Hello));
         let version = match hello.await {
             Ok(Ok(GuestMessage::Hello { version })) => version,
@@ -123,24 +132,59 @@ impl Vm {
                 protocol::VERSION
             )));
         }
+        if restore.is_some() {
+            let resumed = conn
+                .request(
+                    HELLO_ID + 1,
+                    HostMessage::Resumed {
+                        id: HELLO_ID + 1,
+                        seed: fresh_seed().map_err(|e| unavailable(e.to_string()))?,
+                        unix_nanos: std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+                    },
+                )
+                .await;
+            match resumed {
+                Ok(GuestMessage::Done { error, .. }) if error.is_empty() => {}
+                Ok(other) => {
+                    return Err(unavailable(format!(
+                        "the restored VM could not reseed itself: {other:?}"
+                    )));
+                }
+                Err(VmFailure::Gone(why) | VmFailure::Ended(why)) => {
+                    return Err(unavailable(format!("the restored VM ended ({why})")));
+                }
+            }
+        }
         Ok(Vm {
             key,
             boot_took: started.elapsed(),
             conn,
             mounted: tokio::sync::OnceCell::new(),
-            process,
+            process: Mutex::new(process),
             dir,
         })
     }
 
     /// QEMU's process id.
     pub(crate) fn pid(&self) -> Option<u32> {
-        self.process.id()
+        self.process
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .id()
     }
 
-    /// Whether the agent's stream is still open.
+    /// Whether QEMU still runs and the agent's stream is open.
     pub(crate) fn alive(&self) -> bool {
-        self.conn.open()
+        let exited = matches!(
+            self.process
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .try_wait(),
+            Ok(Some(_)) | Err(_)
+        );
+        !exited && self.conn.open()
     }
 
     /// Sends the request `make(id)` and waits for its answer. If this future is dropped
@@ -150,6 +194,10 @@ impl Vm {
         make: impl FnOnce(u32) -> HostMessage,
         cancel: Option<fn(u32) -> HostMessage>,
     ) -> Result<GuestMessage, VmFailure> {
+        // A VM whose QEMU has exited cannot have received it, whatever the socket still takes.
+        if !self.alive() {
+            return Err(VmFailure::Gone("the VM has ended".into()));
+        }
         let id = self.conn.next_id();
         let mut guard = CancelGuard {
             conn: &self.conn,
@@ -159,6 +207,11 @@ impl Vm {
         let answer = self.conn.request(id, make(id)).await;
         guard.cancel = None;
         answer
+    }
+
+    /// QEMU's machine protocol socket.
+    pub(crate) fn qmp_socket(&self) -> PathBuf {
+        self.dir.0.join(qemu::QMP_SOCKET)
     }
 
     /// The end of the guest's console, for error messages.
@@ -224,7 +277,8 @@ impl Connection {
             writer: Arc::new(tokio::sync::Mutex::new(write)),
             pending,
             reader,
-            next: AtomicU32::new(HELLO_ID + 1),
+            // Past `Hello` and a restored VM's `Resumed`.
+            next: AtomicU32::new(HELLO_ID + 2),
         }
     }
 
@@ -317,15 +371,23 @@ async fn read_answers(mut read: OwnedReadHalf, pending: Arc<Mutex<Pending>>) {
     pending.waiting.clear();
 }
 
-/// A private directory for one VM's sockets and logs, removed with it.
-struct RunDir(PathBuf);
+/// Fresh bytes from the host's generator, for a restored VM's random pool.
+fn fresh_seed() -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut seed = vec![0u8; 64];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut seed)?;
+    Ok(seed)
+}
+
+/// A private directory (one VM's sockets and logs, or a pool's snapshots), removed with it.
+pub(crate) struct RunDir(pub(crate) PathBuf);
 
 impl RunDir {
-    fn create() -> std::io::Result<RunDir> {
+    pub(crate) fn create(what: &str) -> std::io::Result<RunDir> {
         use std::os::unix::fs::DirBuilderExt as _;
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("reef-vm-{}-{n}", std::process::id()));
+        let path = std::env::temp_dir().join(format!("reef-{what}-{}-{n}", std::process::id()));
         // A leftover of a crashed reef with the same pid: not ours to trust.
         if std::fs::symlink_metadata(&path).is_ok() {
             std::fs::remove_dir_all(&path)?;

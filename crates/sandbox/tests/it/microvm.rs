@@ -266,6 +266,77 @@ async fn the_pool_hands_out_a_vm_booted_before_it_was_asked_for() {
     assert_eq!((after.pool.ready, after.pool.cold), (1, 0), "{after:?}");
 }
 
+/// Waits (with no deadline on the result) until the session's pool has `idle` VMs waiting
+/// and has restored `restores` from its snapshot.
+async fn wait_for_pool(sandbox: &Sandbox, idle: usize, restores: u64) -> reef_sandbox::PoolStats {
+    for _ in 0..1200 {
+        if let Some(status) = sandbox.microvm_status()
+            && status.pool.idle == idle
+            && status.pool.restores == restores
+        {
+            return status.pool;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the pool did not get there: {:?}", sandbox.microvm_status());
+}
+
+#[tokio::test]
+async fn the_pool_restores_later_vms_from_a_snapshot_of_its_first_and_they_work() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("data"), "seen by a restored VM").unwrap();
+    let sandbox = Sandbox::new(policy(1));
+    sandbox.prepare(ws.path()).unwrap();
+    // The first VM boots, and is saved.
+    let stats = wait_for_pool(&sandbox, 1, 0).await;
+    assert_eq!(stats.boots, 1, "{stats:?}");
+    run(&sandbox, sh("true", ws.path())).await;
+    // Its replacement is restored from the snapshot (and reseeded and its clock set, or the
+    // restore would have failed and it would have booted).
+    let stats = wait_for_pool(&sandbox, 1, 1).await;
+    assert_eq!(stats.boots, 1, "{stats:?}");
+    // The session's VM dies; the restored one takes over, with this workspace mounted.
+    let pid = sandbox
+        .microvm_status()
+        .unwrap()
+        .current
+        .unwrap()
+        .qemu_pid
+        .unwrap() as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_gone(pid).await);
+    let out = run(
+        &sandbox,
+        sh("cat data; echo; echo restored > out; date +%s", ws.path()),
+    )
+    .await;
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines[0], "seen by a restored VM", "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("out")).unwrap(),
+        "restored\n"
+    );
+    let status = sandbox.microvm_status().unwrap();
+    assert_eq!(
+        status.current.unwrap().handed_out,
+        HandOut::Ready,
+        "{status:?}"
+    );
+    let guest_clock: i64 = lines[1].parse().unwrap();
+    let host_clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!(
+        (host_clock - guest_clock).abs() < 300,
+        "the restored VM's clock is {guest_clock}, the host's {host_clock}"
+    );
+}
+
 #[tokio::test]
 async fn a_vm_gone_between_commands_is_replaced_and_one_dying_under_a_command_fails_it() {
     let ws = tempfile::tempdir().unwrap();

@@ -7,6 +7,7 @@
 mod boot;
 mod command;
 mod reaper;
+mod resume;
 
 use crate::protocol::{self, GuestMessage, HostMessage};
 use nix::sys::signal::{Signal, kill};
@@ -137,6 +138,17 @@ fn serve(port: File) -> io::Result<()> {
             HostMessage::Run { id, command } => {
                 let shared = Arc::clone(&shared);
                 std::thread::spawn(move || command::run(&shared, id, command));
+            }
+            HostMessage::Resumed {
+                id,
+                seed,
+                unix_nanos,
+            } => {
+                let error = resume::resumed(&seed, unix_nanos)
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                shared.send(&GuestMessage::Done { id, error });
             }
             HostMessage::Cancel { id } => {
                 if let Some(pgid) = shared.lock_running().get(&id).filter(|p| **p > 0) {
