@@ -23,7 +23,12 @@ fn allowed() -> BTreeMap<&'static str, Option<&'static [&'static str]>> {
             "reef-models",
             Some(&["reef-core", "reef-config", "reef-llm"][..]),
         ),
-        ("reef-sandbox", Some(&["reef-core", "reef-security"][..])),
+        (
+            "reef-sandbox",
+            Some(&["reef-core", "reef-security", "reef-vm-agent"][..]),
+        ),
+        // The guest's /init: linked statically into the VM image, so it uses nothing of reef.
+        ("reef-vm-agent", Some(&[][..])),
         ("reef-security", Some(&["reef-core"][..])),
         ("reef-store", Some(&["reef-core", "reef-security"][..])),
         (
