@@ -72,7 +72,7 @@ impl Sandbox {
     }
 
     /// The socket of the session's proxy, started on first use.
-    fn proxy_socket(&self) -> Result<PathBuf, SandboxError> {
+    pub(crate) fn proxy_socket(&self) -> Result<PathBuf, SandboxError> {
         let mut proxy = self.proxy.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(running) = proxy.as_ref() {
             return Ok(running.socket().to_path_buf());

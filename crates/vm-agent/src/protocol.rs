@@ -8,8 +8,13 @@ use std::io::{self, Read, Write};
 
 /// The name of the virtio-serial port the agent listens on.
 pub const PORT_NAME: &str = "reef.agent";
+/// The name of the virtio-serial port that carries an `allowlist` VM's connections to reef's
+/// proxy ([`NetFrame`]s).
+pub const NET_PORT_NAME: &str = "reef.net";
+/// The port on the guest's `127.0.0.1` where an `allowlist` VM's proxy listens (`http_proxy`).
+pub const PROXY_PORT: u16 = 3128;
 /// The protocol version both sides must speak, exchanged in `Hello`.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// The largest frame either side accepts (a command's stdin and its two capped outputs fit).
 pub const MAX_FRAME: usize = 64 * 1024 * 1024;
 
@@ -92,6 +97,9 @@ pub enum HostMessage {
     Run { id: u32, command: RunCommand },
     /// Kill the process group of command `id` (its run was abandoned); its answer still comes.
     Cancel { id: u32 },
+    /// Open the network port and listen on `127.0.0.1:PROXY_PORT` for connections to carry to
+    /// reef's proxy (an `allowlist` VM). Answered by `Done`.
+    Proxy { id: u32 },
     /// The VM was restored from a snapshot that other VMs share: mix `seed` into the kernel's
     /// random pool and reseed it, and set the clock to `unix_nanos`. Answered by `Done`.
     Resumed {
@@ -132,6 +140,10 @@ mod kind {
     pub const EXITED: u8 = 6;
     pub const SPAWN_FAILED: u8 = 7;
     pub const RESUMED: u8 = 8;
+    pub const PROXY: u8 = 9;
+    pub const NET_OPEN: u8 = 1;
+    pub const NET_DATA: u8 = 2;
+    pub const NET_CLOSE: u8 = 3;
 }
 
 impl HostMessage {
@@ -182,6 +194,10 @@ impl HostMessage {
                 w.u8(kind::CANCEL);
                 w.u32(*id);
             }
+            HostMessage::Proxy { id } => {
+                w.u8(kind::PROXY);
+                w.u32(*id);
+            }
             HostMessage::Resumed {
                 id,
                 seed,
@@ -228,6 +244,7 @@ impl HostMessage {
                 },
             },
             kind::CANCEL => HostMessage::Cancel { id: r.u32()? },
+            kind::PROXY => HostMessage::Proxy { id: r.u32()? },
             kind::RESUMED => HostMessage::Resumed {
                 id: r.u32()?,
                 seed: r.bytes()?,
@@ -297,6 +314,60 @@ impl GuestMessage {
                 id: r.u32()?,
                 errno: r.u32()? as i32,
             },
+            other => return Err(DecodeError::UnknownKind(other)),
+        };
+        r.end()?;
+        Ok(message)
+    }
+}
+
+/// One frame on the network port: the guest's connections to reef's proxy, multiplexed. Each
+/// side sends `Close` once it will send no more bytes on a connection (a half-close).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetFrame {
+    /// The guest accepted connection `stream` (guest to reef only).
+    Open {
+        stream: u32,
+    },
+    Data {
+        stream: u32,
+        bytes: Vec<u8>,
+    },
+    Close {
+        stream: u32,
+    },
+}
+
+impl NetFrame {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        match self {
+            NetFrame::Open { stream } => {
+                w.u8(kind::NET_OPEN);
+                w.u32(*stream);
+            }
+            NetFrame::Data { stream, bytes } => {
+                w.u8(kind::NET_DATA);
+                w.u32(*stream);
+                w.bytes(bytes);
+            }
+            NetFrame::Close { stream } => {
+                w.u8(kind::NET_CLOSE);
+                w.u32(*stream);
+            }
+        }
+        w.0
+    }
+
+    pub fn decode(frame: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader(frame);
+        let message = match r.u8()? {
+            kind::NET_OPEN => NetFrame::Open { stream: r.u32()? },
+            kind::NET_DATA => NetFrame::Data {
+                stream: r.u32()?,
+                bytes: r.bytes()?,
+            },
+            kind::NET_CLOSE => NetFrame::Close { stream: r.u32()? },
             other => return Err(DecodeError::UnknownKind(other)),
         };
         r.end()?;
@@ -545,6 +616,7 @@ mod tests {
             },
             run,
             HostMessage::Cancel { id: 3 },
+            HostMessage::Proxy { id: 9 },
             HostMessage::Resumed {
                 id: 8,
                 seed: vec![1, 2, 3],
@@ -575,6 +647,21 @@ mod tests {
         ] {
             assert_eq!(GuestMessage::decode(&m.encode()), Ok(m));
         }
+    }
+
+    #[test]
+    fn network_frames_survive_a_round_trip() {
+        for f in [
+            NetFrame::Open { stream: 1 },
+            NetFrame::Data {
+                stream: 2,
+                bytes: b"GET / HTTP/1.1\r\n".to_vec(),
+            },
+            NetFrame::Close { stream: 3 },
+        ] {
+            assert_eq!(NetFrame::decode(&f.encode()), Ok(f));
+        }
+        assert_eq!(NetFrame::decode(&[7]), Err(DecodeError::UnknownKind(7)));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 mod accel;
 mod image;
+mod net;
 mod pool;
 mod qemu;
 mod snapshot;
@@ -132,13 +133,6 @@ impl Sandbox {
     }
 
     fn vm_key(&self, req: &ExecRequest) -> Result<VmKey, SandboxError> {
-        if self.policy().network == NetworkMode::Allowlist {
-            return Err(SandboxError::Unsupported(
-                "network = \"allowlist\" is not available with the microvm backend yet; use \
-                 \"none\" or \"full\""
-                    .into(),
-            ));
-        }
         let spec = self.helper_spec(req)?;
         Ok(VmKey {
             workspace: spec.workspace,
@@ -292,6 +286,9 @@ impl Sandbox {
                 for (i, path) in key.read_only.iter().enumerate() {
                     mounts.push((qemu::read_only_tag(i), path.clone(), true, Vec::new()));
                 }
+                if key.network == NetworkMode::Allowlist {
+                    self.connect_proxy(vm).await?;
+                }
                 for (tag, path, read_only, layers) in mounts {
                     let answer = vm
                         .request(
@@ -327,6 +324,26 @@ impl Sandbox {
             })
             .await
             .map(drop)
+    }
+
+    /// Joins an `allowlist` VM's network port to the session's proxy, and has the guest listen
+    /// for its commands' connections.
+    async fn connect_proxy(&self, vm: &Vm) -> Result<(), SandboxError> {
+        let proxy = self.proxy_socket()?;
+        let task = tokio::spawn(net::serve(vm.net_socket(), proxy));
+        *vm.net
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(task);
+        match vm.request(|id| HostMessage::Proxy { id }, None).await {
+            Ok(GuestMessage::Done { error, .. }) if error.is_empty() => Ok(()),
+            Ok(GuestMessage::Done { error, .. }) => Err(SandboxError::Vm(format!(
+                "the VM could not start its proxy listener: {error}"
+            ))),
+            Ok(other) => Err(SandboxError::Vm(format!(
+                "the VM's agent answered Proxy with {other:?}"
+            ))),
+            Err(VmFailure::Gone(why) | VmFailure::Ended(why)) => Err(SandboxError::Vm(why)),
+        }
     }
 
     /// What the guest layers over the workspace: `.git` pinned, reef's read-only files made

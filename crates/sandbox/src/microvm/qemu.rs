@@ -16,6 +16,8 @@ pub(crate) const WORKSPACE_TAG: &str = "ws";
 pub(crate) const AGENT_SOCKET: &str = "agent";
 /// The guest's serial console, kept for diagnostics, in the run directory.
 pub(crate) const SERIAL_LOG: &str = "serial.log";
+/// The network port's socket of an `allowlist` VM, in the run directory.
+pub(crate) const NET_SOCKET: &str = "net";
 /// QEMU's machine protocol socket (for snapshots), in the run directory.
 pub(crate) const QMP_SOCKET: &str = "qmp";
 
@@ -124,6 +126,22 @@ pub(crate) fn arguments(
         )
         .into(),
     );
+    if key.network == NetworkMode::Allowlist {
+        args.push("-chardev".into());
+        args.push(path_arg(
+            "socket,id=net,path=",
+            &dir.join(NET_SOCKET),
+            ",server=on,wait=off",
+        ));
+        args.push("-device".into());
+        args.push(
+            format!(
+                "virtserialport,chardev=net,name={}",
+                reef_vm_agent::protocol::NET_PORT_NAME
+            )
+            .into(),
+        );
+    }
     let mut share = |tag: &str, path: &Path, read_only: bool| {
         args.push("-fsdev".into());
         let options = if read_only {

@@ -37,9 +37,24 @@ pub(crate) struct Vm {
     conn: Connection,
     /// Whether the shares are mounted (done once, when the VM is handed out).
     pub(crate) mounted: tokio::sync::OnceCell<()>,
+    /// The task joining an `allowlist` VM's connections to the session's proxy.
+    pub(crate) net: Mutex<Option<tokio::task::JoinHandle<()>>>,
     // Last: the directory goes after QEMU (killed on drop) is gone.
     process: Mutex<tokio::process::Child>,
     dir: RunDir,
+}
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        if let Some(net) = self
+            .net
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            net.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for Vm {
@@ -162,6 +177,7 @@ impl Vm {
             boot_took: started.elapsed(),
             conn,
             mounted: tokio::sync::OnceCell::new(),
+            net: Mutex::new(None),
             process: Mutex::new(process),
             dir,
         })
@@ -207,6 +223,11 @@ impl Vm {
         let answer = self.conn.request(id, make(id)).await;
         guard.cancel = None;
         answer
+    }
+
+    /// The network port's socket (an `allowlist` VM's).
+    pub(crate) fn net_socket(&self) -> PathBuf {
+        self.dir.0.join(qemu::NET_SOCKET)
     }
 
     /// QEMU's machine protocol socket.

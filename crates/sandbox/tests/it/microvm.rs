@@ -142,6 +142,42 @@ async fn the_network_is_off_by_default_and_on_only_when_the_policy_gives_it() {
 }
 
 #[tokio::test]
+async fn an_allowlist_vm_reaches_only_the_sessions_proxy_which_decides_and_logs() {
+    let ws = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(SandboxPolicy {
+        network: NetworkMode::Allowlist,
+        allow_domains: vec!["allowed.example".into()],
+        ..policy(0)
+    });
+    let out = run(
+        &sandbox,
+        sh(
+            "ls /sys/class/net; echo \"proxy=$http_proxy\"; \
+             wget -q -O- http://refused.example/path 2>&1; echo \"wget=$?\"",
+            ws.path(),
+        ),
+    )
+    .await;
+    // No network device: only loopback, and the proxy variables.
+    assert!(
+        out.stdout.starts_with("lo\nproxy=http://127.0.0.1:3128\n"),
+        "{out:?}"
+    );
+    // The request went through the proxy, which refused the host.
+    assert!(out.stdout.contains("403"), "{out:?}");
+    assert!(!out.stdout.contains("wget=0"), "{out:?}");
+    let log = sandbox.network_log();
+    let request = log
+        .iter()
+        .find(|r| r.host == "refused.example")
+        .unwrap_or_else(|| panic!("the proxy saw no request: {log:?}"));
+    assert!(
+        matches!(request.verdict, reef_sandbox::NetVerdict::Denied(_)),
+        "{request:?}"
+    );
+}
+
+#[tokio::test]
 async fn the_vm_memory_limit_holds_for_what_its_commands_use_together() {
     let ws = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(SandboxPolicy {

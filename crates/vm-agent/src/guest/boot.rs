@@ -165,21 +165,26 @@ fn ip(args: &[&str]) {
 
 /// Opens the virtio-serial port named [`PORT_NAME`], waiting for it to appear.
 fn open_port() -> io::Result<File> {
+    open_named_port(PORT_NAME)
+}
+
+/// Opens the virtio-serial port named `name`, waiting for it to appear.
+pub(super) fn open_named_port(name: &str) -> io::Result<File> {
     let started = Instant::now();
     loop {
-        if let Some(dev) = find_port()? {
+        if let Some(dev) = find_port(name)? {
             return OpenOptions::new().read(true).write(true).open(dev);
         }
         if started.elapsed() > PORT_WAIT {
             return Err(io::Error::other(format!(
-                "no virtio-serial port named {PORT_NAME} appeared"
+                "no virtio-serial port named {name} appeared"
             )));
         }
         std::thread::sleep(Duration::from_millis(10));
     }
 }
 
-fn find_port() -> io::Result<Option<PathBuf>> {
+fn find_port(wanted: &str) -> io::Result<Option<PathBuf>> {
     let ports = match fs::read_dir("/sys/class/virtio-ports") {
         Ok(ports) => ports,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -188,7 +193,7 @@ fn find_port() -> io::Result<Option<PathBuf>> {
     for port in ports {
         let port = port?;
         let name = fs::read_to_string(port.path().join("name")).unwrap_or_default();
-        if name.trim() == PORT_NAME {
+        if name.trim() == wanted {
             return Ok(Some(Path::new("/dev").join(port.file_name())));
         }
     }

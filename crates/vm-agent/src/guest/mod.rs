@@ -6,6 +6,7 @@
 
 mod boot;
 mod command;
+mod net;
 mod reaper;
 mod resume;
 
@@ -148,6 +149,11 @@ fn serve(port: File) -> io::Result<()> {
                     .err()
                     .map(|e| e.to_string())
                     .unwrap_or_default();
+                shared.send(&GuestMessage::Done { id, error });
+            }
+            HostMessage::Proxy { id } => {
+                let started = boot::open_named_port(protocol::NET_PORT_NAME).and_then(net::start);
+                let error = started.err().map(|e| e.to_string()).unwrap_or_default();
                 shared.send(&GuestMessage::Done { id, error });
             }
             HostMessage::Cancel { id } => {
