@@ -155,10 +155,16 @@ pub async fn sandbox_policy(
                     let mut landlock = policy.clone();
                     landlock.backend = SandboxBackend::Landlock;
                     if reef_sandbox::self_test(&landlock).await.is_ok() {
+                        let reason = match &err {
+                            reef_sandbox::SandboxError::Unavailable { reason, .. } => {
+                                reason.clone()
+                            }
+                            other => other.to_string(),
+                        };
                         let warning = format!(
-                            "the microvm sandbox does not work on this machine ({err}); tools \
-                             run in the landlock sandbox instead. Set sandbox.required = true to \
-                             refuse instead, or see `reef sandbox status`"
+                            "the microvm sandbox does not work on this machine ({reason}); \
+                             tools run in the landlock sandbox instead. Set sandbox.required = \
+                             true to refuse instead, or see `reef sandbox status`"
                         );
                         return Ok((landlock, Some(warning)));
                     }

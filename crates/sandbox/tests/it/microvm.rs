@@ -178,6 +178,50 @@ async fn an_allowlist_vm_reaches_only_the_sessions_proxy_which_decides_and_logs(
 }
 
 #[tokio::test]
+async fn a_command_in_a_vm_cannot_reach_the_host_through_links_shares_or_the_guest_kernel() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "host secret").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), ws.path().join("link")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.path().join("dirlink")).unwrap();
+    let skill = tempfile::tempdir().unwrap();
+    std::fs::write(skill.path().join("tool.sh"), "echo skill tool").unwrap();
+    let escape = format!("reef-vm-escape-{}", std::process::id());
+    let sandbox = Sandbox::new(policy(0));
+    let script = format!(
+        "cat link; echo rc1=$?; ls dirlink/; echo rc2=$?; \
+         sh {skill}/tool.sh; echo x > {skill}/new; echo rc3=$?; \
+         mkdir -p /tmp/m; mount -t tmpfs none /tmp/m; echo rc4=$?; umount {ws}; echo rc5=$?; \
+         mknod /tmp/mem c 1 1; echo rc6=$?; insmod /lib/modules/9p.ko; echo rc7=$?; \
+         echo x > ../{escape}; cat /proc/1/environ > /dev/null; echo rc8=$?",
+        skill = skill.path().display(),
+        ws = ws.path().display(),
+    );
+    let mut req = sh(&script, ws.path());
+    req.read_only = vec![skill.path().to_path_buf()];
+    let out = run(&sandbox, req).await;
+    let all = format!("{}{}", out.stdout, out.stderr);
+    // A link resolves inside the guest, where the host's file does not exist.
+    assert!(!all.contains("host secret"), "{out:?}");
+    assert!(
+        !out.stdout.contains("rc1=0") && !out.stdout.contains("rc2=0"),
+        "{out:?}"
+    );
+    // A skill's folder is shared read-only (and readable: the positive control).
+    assert!(out.stdout.contains("skill tool"), "{out:?}");
+    assert!(!out.stdout.contains("rc3=0"), "{out:?}");
+    assert!(!skill.path().join("new").exists());
+    // Without CAP_SYS_ADMIN, CAP_MKNOD, CAP_SYS_MODULE or CAP_SYS_PTRACE: no mounts, no
+    // device nodes, no modules, and PID 1's memory and environment stay its own.
+    for rc in ["rc4", "rc5", "rc6", "rc7", "rc8"] {
+        assert!(!out.stdout.contains(&format!("{rc}=0")), "{rc}: {out:?}");
+    }
+    // `..` above the workspace is the guest's, not the host's.
+    let host_parent = ws.path().parent().unwrap().join(&escape);
+    assert!(!host_parent.exists(), "wrote {}", host_parent.display());
+}
+
+#[tokio::test]
 async fn the_vm_memory_limit_holds_for_what_its_commands_use_together() {
     let ws = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(SandboxPolicy {
