@@ -12,6 +12,7 @@ mod hidden;
 mod linux;
 mod microvm;
 mod policy;
+mod private_dir;
 mod probe;
 mod proxy;
 mod request;

@@ -8,7 +8,7 @@ use reef_vm_agent::protocol::{self, GuestMessage, HostMessage};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -405,16 +405,7 @@ pub(crate) struct RunDir(pub(crate) PathBuf);
 
 impl RunDir {
     pub(crate) fn create(what: &str) -> std::io::Result<RunDir> {
-        use std::os::unix::fs::DirBuilderExt as _;
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("reef-{what}-{}-{n}", std::process::id()));
-        // A leftover of a crashed reef with the same pid: not ours to trust.
-        if std::fs::symlink_metadata(&path).is_ok() {
-            std::fs::remove_dir_all(&path)?;
-        }
-        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
-        Ok(RunDir(path))
+        crate::private_dir::create(what).map(RunDir)
     }
 
     /// The last lines of one of its files.

@@ -12,7 +12,6 @@ use reef_security::{AddressClass, classify_ip};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -70,7 +69,7 @@ impl NetProxy {
     /// Starts a proxy for `allow` on a fresh socket in a private (0700) directory under the
     /// system temporary directory. Must be called inside a tokio runtime.
     pub fn start(allow: DomainAllowList) -> std::io::Result<NetProxy> {
-        let dir = private_dir()?;
+        let dir = crate::private_dir::create("proxy")?;
         let socket = dir.join("proxy.sock");
         let listener = match UnixListener::bind(&socket) {
             Ok(listener) => listener,
@@ -106,22 +105,6 @@ impl Drop for NetProxy {
         self.task.abort();
         let _removed = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// Creates `$TMPDIR/reef-proxy-<pid>-<n>` with mode 0700.
-fn private_dir() -> std::io::Result<PathBuf> {
-    let base = std::env::temp_dir();
-    let pid = std::process::id();
-    let mut last = None;
-    for n in 0..1000u32 {
-        let dir = base.join(format!("reef-proxy-{pid}-{n}"));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no free proxy directory name")))
 }
 
 async fn accept_loop(listener: UnixListener, allow: Arc<DomainAllowList>, log: NetLog) {

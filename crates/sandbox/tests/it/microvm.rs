@@ -41,6 +41,25 @@ fn policy(pool: usize) -> SandboxPolicy {
     }
 }
 
+/// Kills QEMU `pid` and waits until all of it has exited (the leader turns zombie before the
+/// other threads are gone, and the agent's socket closes only with the last of them).
+async fn kill_qemu(pid: i32) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_gone(pid).await, "QEMU {pid} did not die");
+    for _ in 0..200 {
+        let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count);
+        if threads <= 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("QEMU {pid}'s threads did not exit");
+}
+
 async fn run(sandbox: &Sandbox, req: ExecRequest) -> reef_sandbox::ExecOutput {
     sandbox.run(req).await.unwrap()
 }
@@ -383,12 +402,7 @@ async fn the_pool_restores_later_vms_from_a_snapshot_of_its_first_and_they_work(
         .unwrap()
         .qemu_pid
         .unwrap() as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert!(wait_gone(pid).await);
+    kill_qemu(pid).await;
     let out = run(
         &sandbox,
         sh("cat data; echo; echo restored > out; date +%s", ws.path()),
@@ -424,12 +438,7 @@ async fn a_vm_gone_between_commands_is_replaced_and_one_dying_under_a_command_fa
     run(&sandbox, sh("true", ws.path())).await;
     let first = sandbox.microvm_status().unwrap().current.unwrap();
     let pid = first.qemu_pid.unwrap() as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert!(wait_gone(pid).await);
+    kill_qemu(pid).await;
     // Sent once, to a new VM.
     let out = run(&sandbox, sh("echo once >> count; cat count", ws.path())).await;
     assert_eq!(out.stdout, "once\n");
