@@ -493,3 +493,80 @@ async fn an_agents_sandbox_is_its_templates_narrowed_to_its_capabilities_and_is_
         stdout_of(&out)
     );
 }
+
+/// The guest image `scripts/microvm-image` built (see reef-sandbox's microVM tests).
+fn microvm_image() -> std::path::PathBuf {
+    let dir = std::env::var_os("REEF_MICROVM_IMAGE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/reef/microvm")
+        });
+    assert!(
+        dir.join("SHA256SUMS").exists(),
+        "no guest image in {}: build it with scripts/microvm-image {0}",
+        dir.display()
+    );
+    dir
+}
+
+#[test]
+fn the_microvm_backend_runs_a_command_in_a_vm_and_status_says_how() {
+    let home = TestHome::new();
+    let image = format!("sandbox.microvm.image=\"{}\"", microvm_image().display());
+    let host_release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let guest_release = std::fs::read_to_string(microvm_image().join("kernel-release")).unwrap();
+    let out = reef(&home)
+        .args(["-c", &image])
+        .args(["sandbox", "run", "--backend", "microvm", "--"])
+        .args([
+            "sh",
+            "-c",
+            "uname -r; ls /sys/class/net; echo vm > from-vm.txt; exit 7",
+        ])
+        .assert()
+        .code(7);
+    // No fallback warning: it ran in the VM, with its own kernel and no network.
+    assert_eq!(stderr_of(&out), "");
+    assert_eq!(stdout_of(&out), format!("{}\nlo\n", guest_release.trim()));
+    assert_ne!(guest_release.trim(), host_release.trim());
+    assert_eq!(
+        std::fs::read_to_string(home.workspace().join("from-vm.txt")).unwrap(),
+        "vm\n"
+    );
+
+    let out = reef(&home)
+        .args(["-c", &image, "-c", "sandbox.backend=microvm"])
+        .args(["sandbox", "status", "--json"])
+        .assert()
+        .success();
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(report["backend"], "microvm");
+    assert_eq!(report["works"], true, "{report}");
+    assert_eq!(report["effective_backend"], "microvm");
+    let vm = &report["microvm"];
+    assert!(vm["test_boot_ms"].as_u64().is_some(), "{report}");
+    match vm["acceleration"].as_str() {
+        Some("tcg") => assert!(
+            vm["acceleration_detail"]
+                .as_str()
+                .unwrap()
+                .contains("software emulation"),
+            "{report}"
+        ),
+        Some("kvm") => {}
+        other => panic!("acceleration {other:?}: {report}"),
+    }
+
+    // A broken image: without sandbox.required, the landlock backend takes over, loudly.
+    let out = reef(&home)
+        .args(["-c", "sandbox.microvm.image=\"/nonexistent-image\""])
+        .args(["sandbox", "run", "--backend", "microvm", "--", "true"])
+        .assert()
+        .success();
+    let warning = stderr_of(&out);
+    assert!(
+        warning.contains("tools run in the landlock sandbox instead")
+            && warning.contains("scripts/microvm-image"),
+        "{warning}"
+    );
+}
