@@ -277,12 +277,17 @@ impl Sandbox {
         let layers = self.workspace_layers(&key.workspace);
         vm.mounted
             .get_or_try_init(|| async {
-                let mut mounts = vec![(
+                // The host's system directories first: a workspace beneath one still shows.
+                let mut mounts: Vec<_> = qemu::system_shares()
+                    .into_iter()
+                    .map(|(tag, path)| (tag.to_owned(), path.to_path_buf(), true, self.masks(path)))
+                    .collect();
+                mounts.push((
                     qemu::WORKSPACE_TAG.to_owned(),
                     key.workspace.clone(),
                     false,
                     layers,
-                )];
+                ));
                 for (i, path) in key.read_only.iter().enumerate() {
                     mounts.push((qemu::read_only_tag(i), path.clone(), true, Vec::new()));
                 }
@@ -350,7 +355,6 @@ impl Sandbox {
     /// read-only, hidden paths inside it masked (relative paths; missing ones are skipped
     /// inside).
     fn workspace_layers(&self, workspace: &Path) -> Vec<Layer> {
-        let rel = |p: &Path| p.as_os_str().as_bytes().to_vec();
         let mut layers = vec![Layer {
             kind: LayerKind::Pin,
             path: b".git".to_vec(),
@@ -361,17 +365,22 @@ impl Sandbox {
                 path: path.as_bytes().to_vec(),
             });
         }
-        for hidden in self.policy().hidden_paths() {
-            if let Ok(inside) = hidden.strip_prefix(workspace)
-                && !inside.as_os_str().is_empty()
-            {
-                layers.push(Layer {
-                    kind: LayerKind::Mask,
-                    path: rel(inside),
-                });
-            }
-        }
+        layers.extend(self.masks(workspace));
         layers
+    }
+
+    /// Masks over the hidden paths strictly inside `base` (relative paths).
+    fn masks(&self, base: &Path) -> Vec<Layer> {
+        self.policy()
+            .hidden_paths()
+            .iter()
+            .filter_map(|hidden| hidden.strip_prefix(base).ok())
+            .filter(|inside| !inside.as_os_str().is_empty())
+            .map(|inside| Layer {
+                kind: LayerKind::Mask,
+                path: inside.as_os_str().as_bytes().to_vec(),
+            })
+            .collect()
     }
 
     /// Drops the session's VM if it is `vm` (it is stopped once no command holds it).

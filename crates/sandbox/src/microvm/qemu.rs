@@ -10,6 +10,24 @@ use crate::policy::NetworkMode;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+/// The host's system directories every VM gets read-only, by 9p tag, where the host has them:
+/// its programs and libraries (so commands can run the host's `python3` or `git` inside) and
+/// what they read in `/etc` besides files the guest has of its own.
+const SYSTEM_SHARES: &[(&str, &str)] = &[
+    ("usr", "/usr"),
+    ("alternatives", "/etc/alternatives"),
+    ("certs", "/etc/ssl/certs"),
+];
+
+/// [`SYSTEM_SHARES`] that exist on this host, as (tag, path).
+pub(crate) fn system_shares() -> Vec<(&'static str, &'static Path)> {
+    SYSTEM_SHARES
+        .iter()
+        .map(|(tag, path)| (*tag, Path::new(*path)))
+        .filter(|(_, path)| path.is_dir())
+        .collect()
+}
+
 /// The 9p tag of the workspace share; read-only folders are `ro0`, `ro1`, …
 pub(crate) const WORKSPACE_TAG: &str = "ws";
 /// The agent's socket in a VM's run directory.
@@ -153,6 +171,9 @@ pub(crate) fn arguments(
         args.push("-device".into());
         args.push(format!("virtio-9p-device,fsdev={tag},mount_tag={tag}").into());
     };
+    for (tag, path) in system_shares() {
+        share(tag, path, true);
+    }
     share(WORKSPACE_TAG, &key.workspace, false);
     for (i, path) in key.read_only.iter().enumerate() {
         share(&read_only_tag(i), path, true);

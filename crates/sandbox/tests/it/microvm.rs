@@ -241,6 +241,24 @@ async fn a_command_in_a_vm_cannot_reach_the_host_through_links_shares_or_the_gue
 }
 
 #[tokio::test]
+async fn the_hosts_programs_run_inside_from_its_usr_shared_read_only() {
+    let ws = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(policy(0));
+    let out = run(
+        &sandbox,
+        sh(
+            "python3 -c 'import sys; print(sys.version_info[0])'; \
+             touch /usr/reef-vm-write 2>&1; echo rc=$?",
+            ws.path(),
+        ),
+    )
+    .await;
+    assert!(out.stdout.starts_with("3\n"), "{out:?}");
+    assert!(!out.stdout.contains("rc=0"), "{out:?}");
+    assert!(!std::path::Path::new("/usr/reef-vm-write").exists());
+}
+
+#[tokio::test]
 async fn the_vm_memory_limit_holds_for_what_its_commands_use_together() {
     let ws = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(SandboxPolicy {
