@@ -216,17 +216,19 @@ pub(super) fn mount_share(
     }
     fs::create_dir_all(path)?;
     let mut flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-    if read_only {
+    // A read-only share (the host's /usr, a skill's folder) is cached in the guest: programs
+    // run from it load their libraries over 9p once, not on every exec. The workspace is not,
+    // so both sides always see each other's writes.
+    let cache = if read_only {
         flags |= MsFlags::MS_RDONLY;
-    }
-    mount(
-        Some(tag),
-        path,
-        Some("9p"),
-        flags,
-        Some("trans=virtio,version=9p2000.L,msize=262144,cache=none,access=any"),
-    )
-    .map_err(|e| io::Error::other(format!("mount the share {tag} on {}: {e}", path.display())))?;
+        "loose"
+    } else {
+        "none"
+    };
+    let options = format!("trans=virtio,version=9p2000.L,msize=262144,cache={cache},access=any");
+    mount(Some(tag), path, Some("9p"), flags, Some(options.as_str())).map_err(|e| {
+        io::Error::other(format!("mount the share {tag} on {}: {e}", path.display()))
+    })?;
     for layer in layers {
         apply_layer(path, layer)?;
     }
