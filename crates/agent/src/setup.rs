@@ -150,29 +150,13 @@ pub async fn sandbox_policy(
                     backend: policy.backend.as_str().into(),
                     reason: err.to_string(),
                 }),
-                Err(err) if policy.backend == SandboxBackend::Microvm => {
-                    // A VM that cannot start here still leaves the kernel sandbox.
-                    let mut landlock = policy.clone();
-                    landlock.backend = SandboxBackend::Landlock;
-                    if reef_sandbox::self_test(&landlock).await.is_ok() {
-                        let reason = match &err {
-                            reef_sandbox::SandboxError::Unavailable { reason, .. } => {
-                                reason.clone()
-                            }
-                            other => other.to_string(),
-                        };
-                        let warning = format!(
-                            "the microvm sandbox does not work on this machine ({reason}); \
-                             tools run in the landlock sandbox instead. Set sandbox.required = \
-                             true to refuse instead, or see `reef sandbox status`"
-                        );
-                        return Ok((landlock, Some(warning)));
-                    }
-                    let warning = fallback_warning(policy.backend.as_str(), &err.to_string());
-                    policy.backend = SandboxBackend::Plain;
-                    Ok((policy, Some(warning)))
-                }
                 Err(err) => {
+                    if policy.backend == SandboxBackend::Microvm {
+                        // A VM that cannot start here still leaves the kernel sandbox.
+                        if let Some(landlock) = landlock_instead(&policy, &err).await {
+                            return Ok(landlock);
+                        }
+                    }
                     let warning = fallback_warning(policy.backend.as_str(), &err.to_string());
                     policy.backend = SandboxBackend::Plain;
                     Ok((policy, Some(warning)))
@@ -180,6 +164,27 @@ pub async fn sandbox_policy(
             }
         }
     }
+}
+
+/// The landlock backend with a warning saying why, when a microvm policy's VM cannot start
+/// here (`err`) and landlock works.
+async fn landlock_instead(
+    policy: &SandboxPolicy,
+    err: &reef_sandbox::SandboxError,
+) -> Option<(SandboxPolicy, Option<String>)> {
+    let mut landlock = policy.clone();
+    landlock.backend = SandboxBackend::Landlock;
+    reef_sandbox::self_test(&landlock).await.ok()?;
+    let reason = match err {
+        reef_sandbox::SandboxError::Unavailable { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    };
+    let warning = format!(
+        "the microvm sandbox does not work on this machine ({reason}); tools run in the \
+         landlock sandbox instead. Set sandbox.required = true to refuse instead, or see \
+         `reef sandbox status`"
+    );
+    Some((landlock, Some(warning)))
 }
 
 /// Shown on every turn when `sandbox.backend = "none"`.

@@ -265,6 +265,23 @@ impl Sandbox {
     }
 }
 
+impl Sandbox {
+    /// [`Sandbox::command_env`] as `NAME=value` entries, as a process receives them (for a
+    /// command sent to a warm sandbox or a VM).
+    pub(crate) fn command_env_entries(&self, req: &ExecRequest) -> Vec<Vec<u8>> {
+        use std::os::unix::ffi::OsStrExt as _;
+        self.command_env(req)
+            .into_iter()
+            .map(|(name, value)| {
+                let mut entry = name.as_bytes().to_vec();
+                entry.push(b'=');
+                entry.extend_from_slice(value.as_bytes());
+                entry
+            })
+            .collect()
+    }
+}
+
 /// Variables in the order first set, each name once with its last value.
 #[derive(Default)]
 struct EnvList(Vec<(OsString, OsString)>);

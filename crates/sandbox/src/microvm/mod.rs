@@ -214,16 +214,7 @@ impl Sandbox {
     /// limits as the other backends give it.
     fn vm_command(&self, req: &ExecRequest, key: &VmKey) -> RunCommand {
         let policy = self.policy();
-        let env = self
-            .command_env(req)
-            .into_iter()
-            .map(|(name, value)| {
-                let mut entry = name.as_bytes().to_vec();
-                entry.push(b'=');
-                entry.extend_from_slice(value.as_bytes());
-                entry
-            })
-            .collect();
+        let env = self.command_env_entries(req);
         RunCommand {
             program: req.program.as_bytes().to_vec(),
             args: req.args.iter().map(|a| a.as_bytes().to_vec()).collect(),

@@ -130,35 +130,20 @@ pub(crate) fn arguments(
     }
     args.push("-device".into());
     args.push("virtio-serial-device".into());
-    args.push("-chardev".into());
-    args.push(path_arg(
-        "socket,id=agent,path=",
-        &dir.join(AGENT_SOCKET),
-        ",server=on,wait=off",
-    ));
-    args.push("-device".into());
-    args.push(
-        format!(
-            "virtserialport,chardev=agent,name={}",
-            reef_vm_agent::protocol::PORT_NAME
-        )
-        .into(),
-    );
-    if key.network == NetworkMode::Allowlist {
+    // A virtio-serial port named `name` inside, a unix socket QEMU serves outside.
+    let mut port = |id: &str, socket: &str, name: &str| {
         args.push("-chardev".into());
         args.push(path_arg(
-            "socket,id=net,path=",
-            &dir.join(NET_SOCKET),
+            &format!("socket,id={id},path="),
+            &dir.join(socket),
             ",server=on,wait=off",
         ));
         args.push("-device".into());
-        args.push(
-            format!(
-                "virtserialport,chardev=net,name={}",
-                reef_vm_agent::protocol::NET_PORT_NAME
-            )
-            .into(),
-        );
+        args.push(format!("virtserialport,chardev={id},name={name}").into());
+    };
+    port("agent", AGENT_SOCKET, reef_vm_agent::protocol::PORT_NAME);
+    if key.network == NetworkMode::Allowlist {
+        port("net", NET_SOCKET, reef_vm_agent::protocol::NET_PORT_NAME);
     }
     let mut share = |tag: &str, path: &Path, read_only: bool| {
         args.push("-fsdev".into());

@@ -18,7 +18,6 @@ use crate::policy::HelperCommand;
 use crate::request::{ExecOutput, ExecRequest};
 use crate::runner::Sandbox;
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
@@ -50,16 +49,7 @@ impl Sandbox {
         let command = WarmCommand {
             program: req.program.clone(),
             args: req.args.clone(),
-            env: self
-                .command_env(&req)
-                .into_iter()
-                .map(|(name, value)| {
-                    let mut entry = name.as_bytes().to_vec();
-                    entry.push(b'=');
-                    entry.extend_from_slice(value.as_bytes());
-                    entry
-                })
-                .collect(),
+            env: self.command_env_entries(&req),
             cwd: req.cwd.clone(),
         };
         let mut retried = false;

@@ -41,14 +41,17 @@ fn policy(pool: usize) -> SandboxPolicy {
     }
 }
 
-/// Kills QEMU `pid` and waits until all of it has exited (the leader turns zombie before the
-/// other threads are gone, and the agent's socket closes only with the last of them).
-async fn kill_qemu(pid: i32) {
+fn sigkill(pid: i32) -> nix::Result<()> {
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,
     )
-    .unwrap();
+}
+
+/// Kills QEMU `pid` and waits until all of it has exited (the leader turns zombie before the
+/// other threads are gone, and the agent's socket closes only with the last of them).
+async fn kill_qemu(pid: i32) {
+    sigkill(pid).unwrap();
     assert!(wait_gone(pid).await, "QEMU {pid} did not die");
     for _ in 0..200 {
         let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count);
@@ -466,10 +469,7 @@ async fn a_vm_gone_between_commands_is_replaced_and_one_dying_under_a_command_fa
     let pid = second.qemu_pid.unwrap() as i32;
     let killer = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(2)).await;
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        )
+        sigkill(pid)
     });
     let err = sandbox
         .run(sh("echo under >> count; sleep 60", ws.path()))
