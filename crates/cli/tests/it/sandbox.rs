@@ -191,6 +191,61 @@ fn sandbox_run_default_backend_confines_writes_to_the_workspace() {
 }
 
 /// Needs the landlock backend working on this machine.
+/// The host directories of the limited cgroups a command ran in, from its
+/// `/proc/self/cgroup` (`pids` and `memory`; on cgroup v2 its one cgroup).
+fn limited_cgroups(proc_self_cgroup: &str) -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    proc_self_cgroup
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            let base = match controllers {
+                "" => root.to_path_buf(),
+                "pids" | "memory" => root.join(controllers),
+                _ => return None,
+            };
+            Some(base.join(path.trim_start_matches('/')))
+        })
+        .collect()
+}
+
+#[test]
+fn sandbox_run_takes_its_cgroups_from_a_pool_and_hands_them_back() {
+    let home = TestHome::new();
+    let out = reef(&home)
+        .args(["sandbox", "run", "--", "cat", "/proc/self/cgroup"])
+        .assert()
+        .success();
+    let text = stdout_of(&out);
+    let sessions: Vec<_> = limited_cgroups(&text)
+        .into_iter()
+        .filter(|dir| dir.to_string_lossy().contains("/reef-sessions/"))
+        .filter_map(|shared| shared.parent().map(std::path::Path::to_path_buf))
+        .collect();
+    if sessions.is_empty() {
+        // No writable cgroups here: `reef sandbox run` warns and applies the rlimits alone.
+        assert!(stderr_of(&out).contains("limit not enforced"), "{text}");
+        return;
+    }
+    for session in sessions {
+        // Named PID-TAG while in use; once reef has exited the directory is still there, as
+        // `free-TAG` (or taken by another reef meanwhile, under its own pid), not removed.
+        let name = session.file_name().unwrap().to_string_lossy().into_owned();
+        let (owner, tag) = name.split_once('-').unwrap();
+        assert!(owner.parse::<u32>().is_ok(), "{name}");
+        assert!(!session.exists(), "{} is still in use", session.display());
+        let pool = session.parent().unwrap();
+        let kept: Vec<String> = std::fs::read_dir(pool)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.split_once('-').is_some_and(|(_, t)| t == tag))
+            .collect();
+        assert_eq!(kept.len(), 1, "{name} in {}: {kept:?}", pool.display());
+    }
+}
+
 #[test]
 fn sandbox_run_allowlist_refuses_other_hosts_and_logs_each_request() {
     let home = TestHome::new();

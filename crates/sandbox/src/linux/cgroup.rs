@@ -1,6 +1,9 @@
-//! The cgroups of a sandbox session, created in reef's process: one-shot helpers join the
+//! The cgroups of a sandbox session, set up in reef's process: one-shot helpers join the
 //! session's shared cgroup before they leave the host's user namespace, and reef moves each
-//! command of a warm sandbox into a cgroup of its own, reused by the next command. The pids
+//! command of a warm sandbox into a cgroup of its own, reused by the next command. A session's
+//! directory is taken from a pool beside reef's own cgroup (`reef-sessions/`) and handed back
+//! emptied when the session ends, so a one-shot `reef sandbox run` renames one directory
+//! instead of creating and removing four. The pids
 //! controller stops fork bombs (RLIMIT_NPROC does not apply to a reef running as root) and the
 //! memory controller bounds the whole process tree. Uses cgroup v2
 //! where the controller is enabled there, else the v1 hierarchy. Best effort: a machine
@@ -11,17 +14,26 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 const ROOT: &str = "/sys/fs/cgroup";
+/// Session directories of earlier reef versions (`reef-sbx-PID-N`), swept when their owner
+/// is gone.
 const PREFIX: &str = "reef-sbx-";
+/// The pool of session directories, per controller: `PID-TAG` in use by that reef process,
+/// `free-TAG` emptied and waiting for the next session.
+const POOL: &str = "reef-sessions";
+const FREE: &str = "free-";
+/// Free session directories kept per pool; one handed back beyond these is removed.
+const KEEP_FREE: usize = 16;
 
-/// The cgroups of one `Sandbox` (a session), created once in reef's own process: per limited
+/// The cgroups of one `Sandbox` (a session), set up once in reef's own process: per limited
 /// controller a session directory, holding a `shared` cgroup that one-shot helpers join and a
-/// cgroup per running command of a warm sandbox, reused from one command to the next. All are
-/// removed when the session ends.
+/// cgroup per running command of a warm sandbox, reused from one command to the next. When the
+/// session ends, what runs in them is killed, the command cgroups are removed and the
+/// directory goes back to the pool.
 #[derive(Debug, Default)]
 pub(crate) struct SessionCgroup {
-    /// Per controller: the session's directory, and the limit file and value of each cgroup.
-    parents: Vec<(PathBuf, &'static str, String)>,
-    /// The `shared` cgroup of each controller.
+    /// The session's directories: one per limited controller on cgroup v1, one for all on v2.
+    parents: Vec<SessionDir>,
+    /// The `shared` cgroup of each session directory.
     shared: Vec<PathBuf>,
     /// Command cgroups not in use, empty and limited, ready for the next command.
     free: std::sync::Mutex<Vec<Leaf>>,
@@ -31,7 +43,14 @@ pub(crate) struct SessionCgroup {
     pub problems: Vec<String>,
 }
 
-/// One command's cgroups (one per limited controller).
+/// A session directory, and the limit file and value of each cgroup in it.
+#[derive(Debug)]
+struct SessionDir {
+    dir: PathBuf,
+    limits: Vec<(&'static str, String)>,
+}
+
+/// One command's cgroups (one per session directory).
 #[derive(Debug)]
 pub(crate) struct Leaf {
     dirs: Vec<PathBuf>,
@@ -40,7 +59,7 @@ pub(crate) struct Leaf {
 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl SessionCgroup {
-    /// Creates the session's cgroups per limited controller, beside this process's own.
+    /// Sets up the session's cgroups per limited controller, beside this process's own.
     pub(crate) fn create(limits: &Limits) -> SessionCgroup {
         let mut session = SessionCgroup::default();
         let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
@@ -48,22 +67,43 @@ impl SessionCgroup {
             ("pids", limits.max_processes),
             ("memory", limits.memory_bytes),
         ];
-        let name = format!(
-            "{PREFIX}{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
         for (controller, limit) in wanted {
             let Some(limit) = limit else { continue };
-            match create_one(&own, controller, limit, &name) {
-                Ok((parent, file, shared)) => {
-                    session.parents.push((parent, file, limit.to_string()));
-                    session.shared.push(shared);
-                }
-                Err(problem) => session.problems.push(format!("{controller}: {problem}")),
+            if let Err(problem) = session.limit(&own, controller, limit) {
+                session.problems.push(format!("{controller}: {problem}"));
             }
         }
+        session.shared = session
+            .parents
+            .iter()
+            .map(|p| p.dir.join("shared"))
+            .collect();
         session
+    }
+
+    /// Limits `controller` in this session: in a session directory of its own (cgroup v1), or
+    /// in the one the session already has in the same v2 hierarchy.
+    fn limit(&mut self, own: &str, controller: &str, limit: u64) -> Result<(), String> {
+        let (parent, v2) = locate(own, controller).ok_or("controller not mounted")?;
+        let file = match (controller, v2) {
+            ("pids", _) => "pids.max",
+            ("memory", true) => "memory.max",
+            _ => "memory.limit_in_bytes",
+        };
+        let pool = parent.join(POOL);
+        if v2 && let Some(session) = self.parents.iter_mut().find(|p| p.dir.starts_with(&pool)) {
+            enable(&pool, controller)?;
+            enable(&session.dir, controller)?;
+            limit_shared(&session.dir, file, limit)?;
+            session.limits.push((file, limit.to_string()));
+            return Ok(());
+        }
+        let dir = claim(&parent, v2, controller, file, limit)?;
+        self.parents.push(SessionDir {
+            dir,
+            limits: vec![(file, limit.to_string())],
+        });
+        Ok(())
     }
 
     /// The directories a one-shot helper joins (it writes its pid to each `cgroup.procs`).
@@ -85,12 +125,14 @@ impl SessionCgroup {
         }
         let n = self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut leaf = Leaf { dirs: Vec::new() };
-        for (parent, file, value) in &self.parents {
-            let dir = parent.join(format!("c-{n}"));
+        for parent in &self.parents {
+            let dir = parent.dir.join(format!("c-{n}"));
             fs::create_dir(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
             leaf.dirs.push(dir.clone());
-            fs::write(dir.join(file), value)
-                .map_err(|e| format!("write {}: {e}", dir.join(file).display()))?;
+            for (file, value) in &parent.limits {
+                fs::write(dir.join(file), value)
+                    .map_err(|e| format!("write {}: {e}", dir.join(file).display()))?;
+            }
         }
         Ok(Some(leaf))
     }
@@ -164,19 +206,22 @@ impl Leaf {
 
 impl Drop for SessionCgroup {
     fn drop(&mut self) {
-        let parents: Vec<PathBuf> = self.parents.iter().map(|(dir, _, _)| dir.clone()).collect();
-        if remove_session(&parents) {
+        let mut parents: Vec<PathBuf> = self.parents.iter().map(|p| p.dir.clone()).collect();
+        parents.retain(|dir| !hand_back(dir));
+        if parents.is_empty() {
             return;
         }
         // Processes of the session are still dying (a warm sandbox's spares end with its PID
         // 1, which the kernel kills a moment after its helper): retry for a second, off this
-        // thread. What still remains then is swept by a later session.
+        // thread. A directory still held then is taken back by a later session, which sees
+        // that its owner is gone.
         let retried = std::thread::Builder::new()
             .name("reef-cgroup-cleanup".into())
             .spawn(move || {
                 for _ in 0..100 {
                     std::thread::sleep(std::time::Duration::from_millis(10));
-                    if remove_session(&parents) {
+                    parents.retain(|dir| !hand_back(dir));
+                    if parents.is_empty() {
                         return;
                     }
                 }
@@ -240,44 +285,193 @@ fn locate(own: &str, controller: &str) -> Option<(PathBuf, bool)> {
         .then(|| (base.join(rel.trim_start_matches('/')), false))
 }
 
-/// Creates the session directory of `controller` and its `shared` cgroup with the limit.
-/// Returns (session directory, limit file, shared cgroup).
-fn create_one(
-    own: &str,
+/// Takes a session directory from the pool below `parent` (a free one, or one whose reef has
+/// exited), or makes one, and sets `limit` in `file` of its `shared` cgroup.
+fn claim(
+    parent: &Path,
+    v2: bool,
     controller: &str,
+    file: &str,
     limit: u64,
-    name: &str,
-) -> Result<(PathBuf, &'static str, PathBuf), String> {
-    let (parent, v2) = locate(own, controller).ok_or("controller not mounted")?;
-    sweep(&parent);
-    let dir = parent.join(name);
-    fs::create_dir(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    let file = match (controller, v2) {
-        ("pids", _) => "pids.max",
-        ("memory", true) => "memory.max",
-        _ => "memory.limit_in_bytes",
-    };
-    let made = (|| {
-        if v2 {
-            // Each command's cgroup inside gets the controller (the session directory holds no
-            // process itself).
-            let control = dir.join("cgroup.subtree_control");
-            fs::write(&control, format!("+{controller}"))
-                .map_err(|e| format!("write {}: {e}", control.display()))?;
+) -> Result<PathBuf, String> {
+    sweep(parent);
+    let pool = parent.join(POOL);
+    match fs::create_dir(&pool) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("create {}: {e}", pool.display())),
+    }
+    if v2 {
+        // The sessions inside get the controller (the pool holds no process itself). Written
+        // every time: another reef may have created the pool a moment ago and not yet this.
+        enable(&pool, controller)?;
+    }
+    if let Some(dir) = take_pooled(&pool) {
+        // A directory kept from another session: it still holds that one's limits. Should
+        // the kernel refuse the new one (a v1 memory cgroup still charged above it), or the
+        // controller not be enabled in it (v2), a new directory is made instead.
+        let ready = (|| {
+            if v2 {
+                enable(&dir, controller)?;
+                unlimit_v2(&dir)?;
+            }
+            limit_shared(&dir, file, limit)
+        })();
+        if ready.is_ok() {
+            return Ok(dir);
         }
-        let shared = dir.join("shared");
-        fs::create_dir(&shared).map_err(|e| format!("create {}: {e}", shared.display()))?;
-        fs::write(shared.join(file), limit.to_string())
-            .map_err(|e| format!("write {file}: {e}"))?;
-        Ok(shared)
-    })();
-    match made {
-        Ok(shared) => Ok((dir, file, shared)),
+        remove_session(std::slice::from_ref(&dir));
+    }
+    let dir = make_session(&pool, controller, v2)?;
+    match limit_shared(&dir, file, limit) {
+        Ok(()) => Ok(dir),
         Err(e) => {
-            remove_session(&[dir]);
+            remove_session(std::slice::from_ref(&dir));
             Err(e)
         }
     }
+}
+
+/// Takes a session directory another session may reuse, renamed for this process: one whose
+/// reef has exited first (so that such directories do not pile up), else a free one.
+fn take_pooled(pool: &Path) -> Option<PathBuf> {
+    let me = std::process::id();
+    let mut candidates: Vec<(bool, PathBuf, String)> = fs::read_dir(pool)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let name = e.file_name();
+            let tag = name.to_str().and_then(reusable)?.to_owned();
+            let free = name.to_string_lossy().starts_with(FREE);
+            Some((free, e.path(), tag))
+        })
+        .collect();
+    candidates.sort_by_key(|(free, _, _)| *free);
+    for (_, dir, tag) in candidates {
+        if empty_session(&dir) {
+            let mine = pool.join(format!("{me}-{tag}"));
+            // Atomic: of two reefs taking the same directory, one rename finds it gone.
+            if fs::rename(&dir, &mine).is_ok() {
+                return Some(mine);
+            }
+        }
+    }
+    None
+}
+
+/// Lifts every limit an earlier session left on a v2 session directory's `shared` cgroup (one
+/// directory holds all controllers there), so that only this session's own apply.
+fn unlimit_v2(dir: &Path) -> Result<(), String> {
+    for file in ["pids.max", "memory.max"] {
+        let path = dir.join("shared").join(file);
+        if path.exists() {
+            fs::write(&path, "max").map_err(|e| format!("write {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Sets `limit` in `file` of the session's `shared` cgroup, creating it if need be.
+fn limit_shared(dir: &Path, file: &str, limit: u64) -> Result<(), String> {
+    let shared = dir.join("shared");
+    match fs::create_dir(&shared) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("create {}: {e}", shared.display())),
+    }
+    fs::write(shared.join(file), limit.to_string()).map_err(|e| format!("write {file}: {e}"))
+}
+
+/// The tag of a pooled session directory another session may take: a free one, or one whose
+/// reef process has exited (its `PID-TAG` name names a process that is gone).
+fn reusable(name: &str) -> Option<&str> {
+    if let Some(tag) = name.strip_prefix(FREE) {
+        return Some(tag);
+    }
+    let (owner, tag) = name.split_once('-')?;
+    let gone = owner.parse::<u32>().is_ok() && !Path::new("/proc").join(owner).exists();
+    gone.then_some(tag)
+}
+
+/// Empties a pooled session directory for its next session: kills what is left in it and
+/// removes its command cgroups (only `shared` stays). Whether it is empty now.
+fn empty_session(dir: &Path) -> bool {
+    let mut empty = true;
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let leaf = Leaf {
+            dirs: vec![entry.path()],
+        };
+        leaf.kill_all();
+        let kept = entry.file_name() == "shared";
+        let gone = !kept && fs::remove_dir(entry.path()).is_ok();
+        empty &= gone || leaf.is_empty();
+    }
+    empty
+}
+
+/// A new session directory in the pool, named for this process.
+fn make_session(pool: &Path, controller: &str, v2: bool) -> Result<PathBuf, String> {
+    let me = std::process::id();
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // The tag stays with the directory through the pool, so it must be new to the pool.
+        let tag = format!("{me}.{n}");
+        if pool.join(format!("{FREE}{tag}")).exists() {
+            continue;
+        }
+        let dir = pool.join(format!("{me}-{tag}"));
+        match fs::create_dir(&dir) {
+            Ok(()) => {
+                if v2 && let Err(e) = enable(&dir, controller) {
+                    remove_session(&[dir]);
+                    return Err(e);
+                }
+                return Ok(dir);
+            }
+            // Left by an earlier process with this pid: try the next name.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("create {}: {e}", dir.display())),
+        }
+    }
+}
+
+/// Gives `controller` to the cgroups below `dir` (cgroup v2).
+fn enable(dir: &Path, controller: &str) -> Result<(), String> {
+    let control = dir.join("cgroup.subtree_control");
+    fs::write(&control, format!("+{controller}"))
+        .map_err(|e| format!("write {}: {e}", control.display()))
+}
+
+/// Hands a session directory back to the pool once nothing runs in it (killing what does);
+/// whether it is back.
+fn hand_back(dir: &Path) -> bool {
+    let (Some(pool), Some((_, tag))) = (
+        dir.parent(),
+        dir.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.split_once('-')),
+    ) else {
+        return true;
+    };
+    if !dir.exists() {
+        return true;
+    }
+    let free = fs::read_dir(pool)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(FREE))
+        .count();
+    // Enough are waiting, or the free name is taken (a tag reused after a pid was): the
+    // directory goes.
+    empty_session(dir)
+        && ((free < KEEP_FREE && fs::rename(dir, pool.join(format!("{FREE}{tag}"))).is_ok())
+            || remove_session(&[dir.to_path_buf()]))
 }
 
 /// Removes cgroups left by reef processes that have exited without cleaning up. A cgroup of

@@ -89,7 +89,7 @@ async fn each_command_gets_a_cgroup_of_its_own_reused_by_later_ones() {
     let cgroups = |out: &reef_sandbox::ExecOutput| -> Vec<String> {
         out.stdout
             .lines()
-            .filter(|l| l.contains("reef-sbx-"))
+            .filter(|l| l.contains("/reef-sessions/"))
             .map(str::to_owned)
             .collect()
     };
