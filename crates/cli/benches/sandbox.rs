@@ -3,8 +3,10 @@
 //! Landlock, seccomp, PID 1) with the small helper `reef-sandbox-exec` beside `reef`, and with
 //! `reef` as its own helper; next to `bwrap --unshare-all … true` (Debian's bubblewrap, which
 //! builds namespaces and a view but no Landlock, seccomp or cgroup) and a plain fork/exec of
-//! `true`. Medians with min and max; the variants are interleaved in blocks so drift in the
-//! machine's load affects them alike.
+//! `true`; and, to show where reef's time goes, `reef --version` (the binary's own start) and
+//! `reef sandbox run --backend none -- true` (everything but the sandbox). Medians with min and
+//! max; the variants are interleaved in blocks so drift in the machine's load affects them
+//! alike.
 //!
 //! Run with `cargo build --release -p reef-sandbox --bins && cargo bench -p reef-cli --bench
 //! sandbox` (bubblewrap: `apt-get install bubblewrap`).
@@ -111,6 +113,20 @@ fn run() -> Result<(), String> {
             &env,
         ),
     ];
+    // Where reef's time goes: its own start (loading and relocating the binary, nothing else)
+    // and the same command run without a sandbox.
+    variants.push(Variant::new(
+        "reef --version (reef's own start)",
+        &reef,
+        &["--version"],
+        &env,
+    ));
+    variants.push(Variant::new(
+        "reef sandbox run --backend none -- true",
+        &reef,
+        &["sandbox", "run", "--backend", "none", "--", "true"],
+        &env,
+    ));
     let bwrap = Path::new("/usr/bin/bwrap");
     if bwrap.is_file() {
         variants.push(Variant::new(
