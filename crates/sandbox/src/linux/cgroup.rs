@@ -391,8 +391,12 @@ fn reusable(name: &str) -> Option<&str> {
         return Some(tag);
     }
     let (owner, tag) = name.split_once('-')?;
-    let gone = owner.parse::<u32>().is_ok() && !Path::new("/proc").join(owner).exists();
-    gone.then_some(tag)
+    exited(owner).then_some(tag)
+}
+
+/// Whether the reef process `owner` (a pid, as named in a session directory) has exited.
+fn exited(owner: &str) -> bool {
+    owner.parse::<u32>().is_ok() && !Path::new("/proc").join(owner).exists()
 }
 
 /// Empties a pooled session directory for its next session: kills what is left in it and
@@ -490,7 +494,7 @@ fn sweep(parent: &Path) {
         else {
             continue;
         };
-        if !Path::new("/proc").join(owner).exists() {
+        if exited(owner) {
             remove_session(&[entry.path()]); // fails (harmlessly) while still in use
         }
     }
