@@ -474,6 +474,12 @@ async fn three_nodes_answer_two_thousand_messages_through_a_kill_and_a_restart()
         .success();
     let said = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(said.contains("holds no agent"), "{said}");
+    // The drain ends once the node has let its agents go; the survivor takes their leases a
+    // moment later.
+    eventually("the survivor to hold every agent", || {
+        placement(&homes[survivor]).len() == AGENTS + 1
+    })
+    .await;
     let placed = placement(&homes[survivor]);
     assert_eq!(placed.len(), AGENTS + 1);
     assert!(
